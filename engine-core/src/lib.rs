@@ -1,0 +1,7 @@
+//! Keima's engine core. Data flows rules → records/teacher formats → (later) features/eval
+//! → search → teacher → gradient → merge. Nothing here knows about networks, and no module
+//! decides where files live: callers pass paths or readers.
+
+pub mod records;
+pub mod rules;
+pub mod teacher;

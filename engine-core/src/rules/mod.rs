@@ -1,0 +1,19 @@
+//! Shogi rules: squares and pieces, bitboards and attacks, the position with do/undo,
+//! legal move generation, SFEN/USI notation, perft, and game-end rules.
+
+pub mod attacks;
+pub mod bitboard;
+pub mod game;
+pub mod movegen;
+pub mod perft;
+pub mod position;
+pub mod sfen;
+pub mod types;
+pub mod zobrist;
+
+pub use bitboard::Bitboard;
+pub use game::{Game, GameEnd, GameOutcome};
+pub use movegen::{MAX_MOVES, MoveList};
+pub use position::{MoveDelta, Position};
+pub use sfen::{HANDICAPS, STARTPOS_SFEN, SfenError, UsiMoveError};
+pub use types::{Color, Hand, Move, Piece, PieceType, Square};

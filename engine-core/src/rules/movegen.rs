@@ -1,0 +1,501 @@
+//! Legal move generation (all moves, captures, checks) and the legality test for moves
+//! from outside (tables, records, the network).
+//!
+//! Generation is legal by construction: pinned pieces are kept on their pin line, king
+//! moves are tested against attacks with the king lifted off the board, evasions only
+//! capture or block a single checker, and a pawn drop that checks is played out to rule
+//! out pawn-drop mate.
+
+use super::attacks::*;
+use super::bitboard::Bitboard;
+use super::position::Position;
+use super::types::{Color, Move, Piece, PieceType, Square};
+use std::mem::MaybeUninit;
+
+/// More than the most legal moves any shogi position has (593).
+pub const MAX_MOVES: usize = 600;
+
+pub struct MoveList {
+    len: usize,
+    moves: [MaybeUninit<Move>; MAX_MOVES],
+}
+
+impl Default for MoveList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MoveList {
+    #[inline]
+    pub fn new() -> MoveList {
+        // Not zeroed on purpose: a list is created at every search node, and only the
+        // first `len` entries are ever read.
+        MoveList {
+            len: 0,
+            moves: [MaybeUninit::uninit(); MAX_MOVES],
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, m: Move) {
+        self.moves[self.len] = MaybeUninit::new(m);
+        self.len += 1;
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    #[inline]
+    pub fn as_slice(&self) -> &[Move] {
+        // SAFETY: entries 0..len were written by `push` (and `retain` only moves written
+        // entries down); MaybeUninit<Move> has the same layout as Move.
+        unsafe { std::slice::from_raw_parts(self.moves.as_ptr() as *const Move, self.len) }
+    }
+
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [Move] {
+        // SAFETY: as in `as_slice`.
+        unsafe { std::slice::from_raw_parts_mut(self.moves.as_mut_ptr() as *mut Move, self.len) }
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Move> {
+        self.as_slice().iter()
+    }
+
+    pub fn contains(&self, m: Move) -> bool {
+        self.as_slice().contains(&m)
+    }
+
+    /// Keeps the moves for which `keep` is true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(Move) -> bool) {
+        let mut w = 0;
+        for r in 0..self.len {
+            // SAFETY: r < len, so the entry was written.
+            let m = unsafe { self.moves[r].assume_init() };
+            if keep(m) {
+                self.moves[w] = MaybeUninit::new(m);
+                w += 1;
+            }
+        }
+        self.len = w;
+    }
+}
+
+impl<'a> IntoIterator for &'a MoveList {
+    type Item = &'a Move;
+    type IntoIter = std::slice::Iter<'a, Move>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl std::ops::Index<usize> for MoveList {
+    type Output = Move;
+    fn index(&self, i: usize) -> &Move {
+        &self.as_slice()[i]
+    }
+}
+
+/// Pushes a board move with every promotion choice the rules allow.
+#[inline(always)]
+fn push_board_move(list: &mut MoveList, us: Color, piece: Piece, from: Square, to: Square) {
+    let zone = Bitboard::promotion_zone(us);
+    match piece.piece_type() {
+        PieceType::Pawn | PieceType::Lance => {
+            if Bitboard::dead_ranks(us, 1).contains(to) {
+                list.push(Move::new_board(from, to, true, piece));
+            } else if zone.contains(to) {
+                list.push(Move::new_board(from, to, true, piece));
+                list.push(Move::new_board(from, to, false, piece));
+            } else {
+                list.push(Move::new_board(from, to, false, piece));
+            }
+        }
+        PieceType::Knight => {
+            if Bitboard::dead_ranks(us, 2).contains(to) {
+                list.push(Move::new_board(from, to, true, piece));
+            } else if zone.contains(to) {
+                list.push(Move::new_board(from, to, true, piece));
+                list.push(Move::new_board(from, to, false, piece));
+            } else {
+                list.push(Move::new_board(from, to, false, piece));
+            }
+        }
+        PieceType::Silver | PieceType::Bishop | PieceType::Rook => {
+            if zone.contains(to) || zone.contains(from) {
+                list.push(Move::new_board(from, to, true, piece));
+            }
+            list.push(Move::new_board(from, to, false, piece));
+        }
+        _ => list.push(Move::new_board(from, to, false, piece)),
+    }
+}
+
+impl Position {
+    /// All legal moves.
+    pub fn legal_moves(&self) -> MoveList {
+        let mut list = MoveList::new();
+        self.generate_legal(&mut list);
+        list
+    }
+
+    pub fn generate_legal(&self, list: &mut MoveList) {
+        self.generate(list, Bitboard::ALL, true);
+    }
+
+    /// Legal captures, with every promotion choice (for quiescence search).
+    pub fn generate_captures(&self, list: &mut MoveList) {
+        self.generate(list, self.pieces_of(self.side_to_move().opponent()), false);
+    }
+
+    /// Legal moves that give check.
+    pub fn generate_checks(&self, list: &mut MoveList) {
+        self.generate_legal(list);
+        let discoverers = self.blockers(self.side_to_move().opponent(), self.side_to_move());
+        list.retain(|m| self.gives_check_with(m, discoverers));
+    }
+
+    /// True when the side to move has at least one legal move.
+    pub fn has_legal_move(&self) -> bool {
+        let mut list = MoveList::new();
+        self.generate_legal(&mut list);
+        !list.is_empty()
+    }
+
+    fn generate(&self, list: &mut MoveList, target_mask: Bitboard, with_drops: bool) {
+        let us = self.side_to_move();
+        let ours = self.pieces_of(us);
+        let occ = self.occupied();
+        let king = self.king_square(us);
+        let (board_targets, drop_targets) = if self.in_check() {
+            let ksq = king.expect("in check implies a king");
+            self.push_king_moves(list, ksq, !ours & target_mask);
+            let checkers = self.checkers();
+            if checkers.more_than_one() {
+                return;
+            }
+            let block = between(ksq, checkers.lsb());
+            ((block | checkers) & target_mask, block)
+        } else {
+            let targets = !ours & target_mask;
+            if let Some(ksq) = king {
+                self.push_king_moves(list, ksq, targets);
+            }
+            (targets, !occ)
+        };
+        self.push_non_king_moves(list, board_targets, king);
+        if with_drops && drop_targets.any() {
+            self.push_drops(list, drop_targets);
+        }
+    }
+
+    #[inline]
+    fn push_king_moves(&self, list: &mut MoveList, ksq: Square, targets: Bitboard) {
+        let us = self.side_to_move();
+        let occ_without_king = self.occupied() ^ Bitboard::from_square(ksq);
+        let king = Piece::new(us, PieceType::King);
+        for to in king_attacks(ksq) & targets {
+            if !self.is_attacked(us.opponent(), to, occ_without_king) {
+                list.push(Move::new_board(ksq, to, false, king));
+            }
+        }
+    }
+
+    #[inline]
+    fn push_non_king_moves(&self, list: &mut MoveList, targets: Bitboard, king: Option<Square>) {
+        let us = self.side_to_move();
+        let ours = self.pieces_of(us);
+        let occ = self.occupied();
+        let pinned = match king {
+            Some(_) => self.pinned(),
+            None => Bitboard::EMPTY,
+        };
+        let pawns = self.pieces(us, PieceType::Pawn);
+        // Pawns all at once: one square forward is one bit down (Black) or up (White).
+        let pawn_tos = Bitboard(match us {
+            Color::Black => pawns.0 >> 1,
+            Color::White => pawns.0 << 1,
+        }) & targets;
+        let pawn = Piece::new(us, PieceType::Pawn);
+        for to in pawn_tos {
+            let from = match us {
+                Color::Black => Square::from_index(to.index() + 1),
+                Color::White => Square::from_index(to.index() - 1),
+            };
+            if pinned.contains(from) && !line_through(king.unwrap(), from).contains(to) {
+                continue;
+            }
+            push_board_move(list, us, pawn, from, to);
+        }
+        let others = ours.and_not(pawns | self.pieces_of_type(PieceType::King));
+        for from in others {
+            let piece = self.piece_on(from);
+            let mut tos = attacks_from(piece, from, occ) & targets;
+            if pinned.contains(from) {
+                tos &= line_through(king.unwrap(), from);
+            }
+            for to in tos {
+                push_board_move(list, us, piece, from, to);
+            }
+        }
+    }
+
+    fn push_drops(&self, list: &mut MoveList, targets: Bitboard) {
+        let us = self.side_to_move();
+        let hand = self.hand(us);
+        if hand.is_empty() {
+            return;
+        }
+        for pt in PieceType::HAND {
+            if hand.count(pt) == 0 {
+                continue;
+            }
+            let tos = match pt {
+                PieceType::Pawn => {
+                    let mut pawn_files = Bitboard::EMPTY;
+                    for sq in self.pieces(us, PieceType::Pawn) {
+                        pawn_files |= Bitboard::file_mask(sq.file());
+                    }
+                    targets.and_not(Bitboard::dead_ranks(us, 1) | pawn_files)
+                }
+                PieceType::Lance => targets.and_not(Bitboard::dead_ranks(us, 1)),
+                PieceType::Knight => targets.and_not(Bitboard::dead_ranks(us, 2)),
+                _ => targets,
+            };
+            if pt == PieceType::Pawn {
+                let mate_sq = match self.king_square(us.opponent()) {
+                    Some(k) => pawn_attacks(us.opponent(), k),
+                    None => Bitboard::EMPTY,
+                };
+                for to in tos {
+                    if mate_sq.contains(to) && self.is_pawn_drop_mate(to) {
+                        continue;
+                    }
+                    list.push(Move::new_drop(pt, to, us));
+                }
+            } else {
+                for to in tos {
+                    list.push(Move::new_drop(pt, to, us));
+                }
+            }
+        }
+    }
+
+    /// Would dropping a pawn on `to` (checking the enemy king) leave it without a legal
+    /// reply? Rare, so it simply plays the drop on a copy.
+    fn is_pawn_drop_mate(&self, to: Square) -> bool {
+        let mut after = *self;
+        after.do_move(Move::new_drop(PieceType::Pawn, to, self.side_to_move()));
+        !after.has_legal_move()
+    }
+
+    /// Does a legal move give check?
+    pub fn gives_check(&self, m: Move) -> bool {
+        let discoverers = self.blockers(self.side_to_move().opponent(), self.side_to_move());
+        self.gives_check_with(m, discoverers)
+    }
+
+    fn gives_check_with(&self, m: Move, discoverers: Bitboard) -> bool {
+        let Some(their_king) = self.king_square(self.side_to_move().opponent()) else {
+            return false;
+        };
+        let to = m.to();
+        let mut occ = self.occupied() | Bitboard::from_square(to);
+        if !m.is_drop() {
+            let from = m.from();
+            occ.clear(from);
+            if discoverers.contains(from) && !line_through(their_king, from).contains(to) {
+                return true;
+            }
+        }
+        attacks_from(m.moved_piece_after(), to, occ).contains(their_king)
+    }
+
+    /// Full legality test for a move from outside: any 32-bit value is accepted and
+    /// judged, including a wrong moving piece, squares off the board and bad flags.
+    pub fn is_legal(&self, m: Move) -> bool {
+        if m.is_none() || m.to().index() >= 81 {
+            return false;
+        }
+        let us = self.side_to_move();
+        let to = m.to();
+        let moved = m.moved_piece();
+        if moved.is_empty() || moved.color() != us {
+            return false;
+        }
+        if m.is_drop() {
+            let raw_pt = (m.raw() >> 7) & 0x7f;
+            let Some(pt) = PieceType::from_u8(raw_pt as u8) else {
+                return false;
+            };
+            if m.is_promotion() || pt.hand_index().is_none() || moved != Piece::new(us, pt) {
+                return false;
+            }
+            return self.is_legal_drop(pt, to);
+        }
+        let from = m.from();
+        if from.index() >= 81 || self.piece_on(from) != moved {
+            return false;
+        }
+        let target = self.piece_on(to);
+        if !target.is_empty() && target.color() == us {
+            return false;
+        }
+        if !attacks_from(moved, from, self.occupied()).contains(to) {
+            return false;
+        }
+        let pt = moved.piece_type();
+        let zone = Bitboard::promotion_zone(us);
+        if m.is_promotion() {
+            if !pt.can_promote() || !(zone.contains(from) || zone.contains(to)) {
+                return false;
+            }
+        } else {
+            let dead = match pt {
+                PieceType::Pawn | PieceType::Lance => Bitboard::dead_ranks(us, 1),
+                PieceType::Knight => Bitboard::dead_ranks(us, 2),
+                _ => Bitboard::EMPTY,
+            };
+            if dead.contains(to) {
+                return false;
+            }
+        }
+        self.board_move_keeps_king_safe(from, to, pt)
+    }
+
+    fn board_move_keeps_king_safe(&self, from: Square, to: Square, pt: PieceType) -> bool {
+        let us = self.side_to_move();
+        let Some(ksq) = self.king_square(us) else {
+            return true;
+        };
+        if pt == PieceType::King {
+            let occ = self.occupied() ^ Bitboard::from_square(from);
+            return !self.is_attacked(us.opponent(), to, occ);
+        }
+        let checkers = self.checkers();
+        if checkers.any() {
+            if checkers.more_than_one() {
+                return false;
+            }
+            let c = checkers.lsb();
+            if to != c && !between(ksq, c).contains(to) {
+                return false;
+            }
+        }
+        !self.pinned().contains(from) || line_through(ksq, from).contains(to)
+    }
+
+    fn is_legal_drop(&self, pt: PieceType, to: Square) -> bool {
+        let us = self.side_to_move();
+        if self.hand(us).count(pt) == 0 || !self.piece_on(to).is_empty() {
+            return false;
+        }
+        let dead = match pt {
+            PieceType::Pawn | PieceType::Lance => Bitboard::dead_ranks(us, 1),
+            PieceType::Knight => Bitboard::dead_ranks(us, 2),
+            _ => Bitboard::EMPTY,
+        };
+        if dead.contains(to) {
+            return false;
+        }
+        if pt == PieceType::Pawn
+            && (self.pieces(us, PieceType::Pawn) & Bitboard::file_mask(to.file())).any()
+        {
+            return false;
+        }
+        let checkers = self.checkers();
+        if checkers.any() {
+            let ksq = self.king_square(us).expect("in check implies a king");
+            if checkers.more_than_one() || !between(ksq, checkers.lsb()).contains(to) {
+                return false;
+            }
+        }
+        if pt == PieceType::Pawn {
+            if let Some(k) = self.king_square(us.opponent()) {
+                if pawn_attacks(us.opponent(), k).contains(to) && self.is_pawn_drop_mate(to) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Turns a Move16 (PackedSfenValue, tables) into a full legal move of this position.
+    pub fn move_from_move16(&self, m16: u16) -> Option<Move> {
+        let to = Square::try_from_index((m16 & 0x7f) as usize)?;
+        let from_or_piece = ((m16 >> 7) & 0x7f) as usize;
+        let promote = m16 & (1 << 15) != 0;
+        let m = if m16 & (1 << 14) != 0 {
+            let pt = PieceType::from_u8(from_or_piece as u8)?;
+            pt.hand_index()?;
+            if promote {
+                return None;
+            }
+            Move::new_drop(pt, to, self.side_to_move())
+        } else {
+            let from = Square::try_from_index(from_or_piece)?;
+            let piece = self.piece_on(from);
+            if piece.is_empty() {
+                return None;
+            }
+            Move::new_board(from, to, promote, piece)
+        };
+        self.is_legal(m).then_some(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn startpos_has_30_moves() {
+        let pos = Position::startpos();
+        assert_eq!(pos.legal_moves().len(), 30);
+    }
+
+    #[test]
+    fn generated_moves_pass_is_legal_and_others_fail() {
+        let pos = Position::from_sfen(
+            "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1",
+        )
+        .unwrap();
+        let list = pos.legal_moves();
+        assert_eq!(list.len(), 207);
+        for &m in &list {
+            assert!(pos.is_legal(m), "{m}");
+            assert_eq!(pos.move_from_move16(m.to_move16()), Some(m));
+        }
+        // Every Move16 value that is not generated must be rejected.
+        let mut accepted = 0;
+        for raw in 0..=u16::MAX {
+            if let Some(m) = pos.move_from_move16(raw) {
+                assert!(list.contains(m), "{m} accepted but not generated");
+                accepted += 1;
+            }
+        }
+        assert_eq!(accepted, 207);
+    }
+
+    #[test]
+    fn pawn_drop_mate_is_excluded() {
+        let pos = Position::from_sfen("7lk/9/8S/9/9/9/9/7L1/8K b P 1").unwrap();
+        let list = pos.legal_moves();
+        assert_eq!(list.len(), 85);
+        let drop = Move::new_drop(PieceType::Pawn, Square::new(0, 1), Color::Black);
+        assert!(!list.contains(drop));
+        assert!(!pos.is_legal(drop));
+    }
+}

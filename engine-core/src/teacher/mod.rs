@@ -1,0 +1,1 @@
+//! Teacher data: PackedSfen, PackedSfenValue, zstd teacher shards.
