@@ -1,1 +1,55 @@
-fn main() {}
+//! The `keima` command. Each subcommand lives in `commands/`; this file only parses the
+//! command line and reports errors.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "keima",
+    version,
+    about = "Keima: cluster-scale training of shogi evaluation functions"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Count the leaves of the legal-move tree (move-generation check and speed).
+    Perft(commands::perft::PerftArgs),
+    /// List the legal moves of a position in USI notation.
+    Moves(commands::moves::MovesArgs),
+    /// Game records: check and convert CSA, KIF/KIFU, KI2 and USI-line files.
+    #[command(subcommand)]
+    Records(commands::records::RecordsCommand),
+    /// Benchmarks that print figures (see BENCHMARKS.md).
+    #[command(subcommand)]
+    Bench(commands::bench::BenchCommand),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Perft(args) => commands::perft::run(args),
+        Command::Moves(args) => commands::moves::run(args),
+        Command::Records(cmd) => commands::records::run(cmd),
+        Command::Bench(cmd) => commands::bench::run(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,57 @@
+use super::{CommandResult, parse_position};
+use clap::Subcommand;
+use engine_core::rules::perft::perft;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Move generation: perft 5 and 6 from the start, perft 4 from "matsuri", one thread.
+    Movegen {
+        /// Also run perft 6 from the start (about 10 s) and perft 4 from matsuri.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        deep: bool,
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+const MATSURI: &str = "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1";
+
+pub fn run(cmd: BenchCommand) -> CommandResult {
+    match cmd {
+        BenchCommand::Movegen { deep, json } => {
+            engine_core::rules::attacks::init();
+            let mut cases = vec![("startpos", "startpos", 5u32, 19_861_490u64)];
+            if deep {
+                cases.push(("startpos", "startpos", 6, 547_581_517));
+                cases.push(("matsuri", MATSURI, 4, 516_925_165));
+            }
+            for (name, sfen, depth, expected) in cases {
+                let mut pos = parse_position(sfen)?;
+                let start = Instant::now();
+                let nodes = perft(&mut pos, depth);
+                let secs = start.elapsed().as_secs_f64();
+                if nodes != expected {
+                    return Err(format!(
+                        "perft {depth} of {name} gave {nodes}, expected {expected}: move generation is wrong"
+                    ));
+                }
+                let rate = nodes as f64 / secs;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"bench":"movegen","position":name,"depth":depth,"nodes":nodes,"seconds":secs,"leaves_per_second":rate})
+                    );
+                } else {
+                    println!(
+                        "perft {depth} {name:<8} {nodes:>12} leaves {secs:>8.3} s {:>7.1} M leaves/s",
+                        rate / 1e6
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

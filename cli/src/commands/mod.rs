@@ -1,0 +1,17 @@
+pub mod bench;
+pub mod moves;
+pub mod perft;
+pub mod records;
+
+/// Errors of a subcommand, already phrased for a person.
+pub type CommandResult = Result<std::process::ExitCode, String>;
+
+/// Parses `startpos`, `sfen ...` or a bare SFEN, with an error that says what to fix.
+pub fn parse_position(sfen: &str) -> Result<engine_core::rules::Position, String> {
+    engine_core::rules::Position::from_sfen(sfen).map_err(|e| {
+        format!(
+            "--sfen {sfen:?}: {e} (give `startpos` or a full SFEN such as \"{}\")",
+            engine_core::rules::STARTPOS_SFEN
+        )
+    })
+}
