@@ -53,6 +53,9 @@ pub struct AttackTables {
     forward: [[Bitboard; 81]; 2],
     between: Vec<[Bitboard; 81]>,
     line: Vec<[Bitboard; 81]>,
+    /// Rook and bishop attacks on an empty board: a quick "could a slider matter?" test.
+    rook_empty: [Bitboard; 81],
+    bishop_empty: [Bitboard; 81],
 }
 
 static TABLES: LazyLock<Box<AttackTables>> = LazyLock::new(build_tables);
@@ -97,6 +100,12 @@ fn ray(sq: Square, df: i32, dr: i32, occ: Bitboard) -> Bitboard {
         r += dr;
     }
     b
+}
+
+fn slider_rays(sq: Square, dirs: &[(i32, i32)]) -> Bitboard {
+    dirs.iter().fold(Bitboard::EMPTY, |acc, &(df, dr)| {
+        acc | ray(sq, df, dr, Bitboard::EMPTY)
+    })
 }
 
 /// Squares of the line through `sq` in direction (df, dr), both ways, excluding `sq`.
@@ -184,6 +193,8 @@ fn build_tables() -> Box<AttackTables> {
         forward: [[Bitboard::EMPTY; 81]; 2],
         between: vec![[Bitboard::EMPTY; 81]; 81],
         line: vec![[Bitboard::EMPTY; 81]; 81],
+        rook_empty: [Bitboard::EMPTY; 81],
+        bishop_empty: [Bitboard::EMPTY; 81],
     });
     // Deltas from Black's view: rank -1 is forward.
     let pawn = [(0, -1)];
@@ -258,6 +269,10 @@ fn build_tables() -> Box<AttackTables> {
         |sq, o| anti_index(&t, sq, o),
     );
     t.anti = anti;
+    for sq in Square::all() {
+        t.rook_empty[sq.index()] = slider_rays(sq, &[(0, 1), (0, -1), (1, 0), (-1, 0)]);
+        t.bishop_empty[sq.index()] = slider_rays(sq, &[(1, 1), (-1, -1), (1, -1), (-1, 1)]);
+    }
     for a in Square::all() {
         for (df, dr) in [(0, 1), (1, 0), (1, 1), (1, -1)] {
             let full = line_squares(a, df, dr);
@@ -344,6 +359,18 @@ pub fn horse_attacks(sq: Square, occ: Bitboard) -> Bitboard {
 #[inline]
 pub fn dragon_attacks(sq: Square, occ: Bitboard) -> Bitboard {
     rook_attacks(sq, occ) | king_attacks(sq)
+}
+
+/// Rook attacks on an empty board.
+#[inline]
+pub fn rook_empty_attacks(sq: Square) -> Bitboard {
+    tables().rook_empty[sq.index()]
+}
+
+/// Bishop attacks on an empty board.
+#[inline]
+pub fn bishop_empty_attacks(sq: Square) -> Bitboard {
+    tables().bishop_empty[sq.index()]
 }
 
 /// Squares a lance of `color` on `sq` could reach on an empty board.

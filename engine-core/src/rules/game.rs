@@ -141,13 +141,14 @@ impl Game {
                 reason: GameEnd::Declaration,
             });
         }
-        if let Some(max) = rules.max_plies {
-            if self.moves.len() as u32 >= max {
-                return Some(GameOutcome {
-                    winner: None,
-                    reason: GameEnd::MaxPlies,
-                });
-            }
+        if rules
+            .max_plies
+            .is_some_and(|max| self.moves.len() as u32 >= max)
+        {
+            return Some(GameOutcome {
+                winner: None,
+                reason: GameEnd::MaxPlies,
+            });
         }
         None
     }
@@ -171,7 +172,7 @@ impl Game {
         let all_checks_by = |checker: Color| {
             (first + 1..=n)
                 .filter(|&i| {
-                    let mover_is_checker = if (n - i) % 2 == 0 {
+                    let mover_is_checker = if (n - i).is_multiple_of(2) {
                         side_now.opponent()
                     } else {
                         side_now

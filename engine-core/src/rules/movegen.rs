@@ -422,12 +422,12 @@ impl Position {
                 return false;
             }
         }
-        if pt == PieceType::Pawn {
-            if let Some(k) = self.king_square(us.opponent()) {
-                if pawn_attacks(us.opponent(), k).contains(to) && self.is_pawn_drop_mate(to) {
-                    return false;
-                }
-            }
+        if pt == PieceType::Pawn
+            && let Some(k) = self.king_square(us.opponent())
+            && pawn_attacks(us.opponent(), k).contains(to)
+            && self.is_pawn_drop_mate(to)
+        {
+            return false;
         }
         true
     }

@@ -226,9 +226,37 @@ impl Position {
             & them
     }
 
+    /// Is `sq` attacked by `by`? Cheaper than `attackers_to(..).any()`: step pieces first,
+    /// and sliders only when one stands on a line through `sq`.
     #[inline]
     pub fn is_attacked(&self, by: Color, sq: Square, occ: Bitboard) -> bool {
-        self.attackers_to(by, sq, occ).any()
+        let them = self.by_color[by.index()];
+        let defender = by.opponent();
+        let t = &self.by_type;
+        let steps = (pawn_attacks(defender, sq) & t[PieceType::Pawn.index()])
+            | (knight_attacks(defender, sq) & t[PieceType::Knight.index()])
+            | (silver_attacks(defender, sq) & t[PieceType::Silver.index()])
+            | (gold_attacks(defender, sq) & self.gold_movers())
+            | (king_attacks(sq)
+                & (t[PieceType::King.index()]
+                    | t[PieceType::Horse.index()]
+                    | t[PieceType::Dragon.index()]));
+        if (steps & them).any() {
+            return true;
+        }
+        let rook_like = (t[PieceType::Rook.index()] | t[PieceType::Dragon.index()]) & them;
+        if (rook_empty_attacks(sq) & rook_like).any() && (rook_attacks(sq, occ) & rook_like).any() {
+            return true;
+        }
+        let bishop_like = (t[PieceType::Bishop.index()] | t[PieceType::Horse.index()]) & them;
+        if (bishop_empty_attacks(sq) & bishop_like).any()
+            && (bishop_attacks(sq, occ) & bishop_like).any()
+        {
+            return true;
+        }
+        let lances = t[PieceType::Lance.index()] & them;
+        (forward_ray(defender, sq) & lances).any()
+            && (lance_attacks(defender, sq, occ) & lances).any()
     }
 
     /// Pieces (of either colour) that alone stand between `king_of`'s king and a slider of
@@ -341,10 +369,36 @@ impl Position {
         self.side = them;
         self.ply += 1;
         self.checkers = match self.king[them.index()] {
-            Some(ksq) => self.attackers_to(us, ksq, self.occupied()),
+            Some(ksq) => self.checkers_after(&delta, ksq),
             None => Bitboard::EMPTY,
         };
         delta
+    }
+
+    /// Checkers of the side now to move, whose king is on `ksq`, after the move in
+    /// `delta`: the moved piece itself, or a slider uncovered by leaving `from`.
+    #[inline]
+    fn checkers_after(&self, delta: &MoveDelta, ksq: Square) -> Bitboard {
+        let occ = self.occupied();
+        let mut checkers = Bitboard::EMPTY;
+        if attacks_from(delta.placed, delta.to, occ).contains(ksq) {
+            checkers.set(delta.to);
+        }
+        if let Some(from) = delta.from
+            && line_through(ksq, from).any()
+        {
+            let us = delta.moved.color();
+            let t = &self.by_type;
+            let ours = self.by_color[us.index()];
+            let sliders = ((rook_attacks(ksq, occ)
+                & (t[PieceType::Rook.index()] | t[PieceType::Dragon.index()]))
+                | (bishop_attacks(ksq, occ)
+                    & (t[PieceType::Bishop.index()] | t[PieceType::Horse.index()]))
+                | (lance_attacks(us.opponent(), ksq, occ) & t[PieceType::Lance.index()]))
+                & ours;
+            checkers |= sliders;
+        }
+        checkers
     }
 
     /// Takes back the move that produced `delta` (must be the last move made).

@@ -104,7 +104,7 @@ impl Position {
         parse_hands(&mut pos, fields[2])?;
         if let Some(n) = fields.get(3) {
             match n.parse::<u32>() {
-                Ok(v) if v >= 1 && v < 1_000_000 => pos.set_ply(v),
+                Ok(v) if (1..1_000_000).contains(&v) => pos.set_ply(v),
                 _ => return Err(SfenError::MoveNumber(n.to_string())),
             }
         }
@@ -149,10 +149,10 @@ impl Position {
             }
         }
         let waiting = self.side_to_move().opponent();
-        if let Some(k) = self.king_square(waiting) {
-            if self.is_attacked(self.side_to_move(), k, self.occupied()) {
-                return Err("the side not to move is in check".to_string());
-            }
+        if let Some(k) = self.king_square(waiting)
+            && self.is_attacked(self.side_to_move(), k, self.occupied())
+        {
+            return Err("the side not to move is in check".to_string());
         }
         Ok(())
     }
