@@ -13,10 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn files_equal(a: &Path, b: &Path) -> bool {
-    let (mut fa, mut fb) = (
-        std::fs::File::open(a).unwrap(),
-        std::fs::File::open(b).unwrap(),
-    );
+    let (mut fa, mut fb) = (std::fs::File::open(a).unwrap(), std::fs::File::open(b).unwrap());
     let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
     loop {
         let na = fa.read(&mut ba).unwrap();
@@ -44,21 +41,13 @@ fn save_load_save_is_byte_identical_and_evaluates_the_same() {
     let tables = KpptTables::random(99, 500);
     save_kppt_dir(&tables, &first).unwrap();
     let loaded = load_kppt_dir(&first).unwrap();
-    assert!(
-        matches!(loaded.kpp, engine_core::eval::kppt::Table::Mapped { .. }),
-        "KPP must be memory-mapped"
-    );
+    assert!(matches!(loaded.kpp, engine_core::eval::kppt::Table::Mapped { .. }), "KPP must be memory-mapped");
     save_kppt_dir(&loaded, &second).unwrap();
     for f in [KK_FILE, KKP_FILE, KPP_FILE] {
-        assert!(
-            files_equal(&first.join(f), &second.join(f)),
-            "{f} differs after load+save"
-        );
+        assert!(files_equal(&first.join(f), &second.join(f)), "{f} differs after load+save");
     }
-    let pos = Position::from_sfen(
-        "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1",
-    )
-    .unwrap();
+    let pos =
+        Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1").unwrap();
     let a = Evaluator::with_kppt(Arc::new(tables)).evaluate_full(&pos);
     let b = Evaluator::with_kppt(Arc::new(loaded)).evaluate_full(&pos);
     assert_eq!(a, b);

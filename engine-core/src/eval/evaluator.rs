@@ -3,6 +3,7 @@
 
 use super::kppt::{FV_SCALE, KpptSum, KpptTables};
 use super::material::{material, material_delta};
+use super::patterns::{PatternSet, PatternSums};
 use super::piece_list::{ChangedPieces, PieceList};
 use crate::rules::{Color, MoveDelta, Position};
 use std::sync::Arc;
@@ -21,12 +22,14 @@ pub struct EvalParts {
 pub struct Evaluator {
     pub use_material: bool,
     pub kppt: Option<Arc<KpptTables>>,
+    pub patterns: Option<Arc<PatternSet>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
     kppt: KpptSum,
     material: i32,
+    patterns: PatternSums,
     changed: ChangedPieces,
 }
 
@@ -40,74 +43,54 @@ pub struct EvalState {
 impl Evaluator {
     /// Material only: the usual starting point of training.
     pub fn material_only() -> Evaluator {
-        Evaluator {
-            use_material: true,
-            kppt: None,
-        }
+        Evaluator { use_material: true, kppt: None, patterns: None }
     }
 
     pub fn with_kppt(tables: Arc<KpptTables>) -> Evaluator {
-        Evaluator {
-            use_material: true,
-            kppt: Some(tables),
-        }
+        Evaluator { use_material: true, kppt: Some(tables), patterns: None }
     }
 
     fn full_entry(&self, pos: &Position, list: &PieceList) -> Entry {
-        let kppt = match (
-            &self.kppt,
-            pos.king_square(Color::Black),
-            pos.king_square(Color::White),
-        ) {
-            (Some(t), Some(bk), Some(wk)) => t.compute(bk, wk, list),
+        let kings = (pos.king_square(Color::Black), pos.king_square(Color::White));
+        let kppt = match (&self.kppt, kings) {
+            (Some(t), (Some(bk), Some(wk))) => t.compute(bk, wk, list),
             _ => KpptSum::default(),
         };
-        Entry {
-            kppt,
-            material: material(pos),
-            changed: ChangedPieces::default(),
-        }
+        let patterns = self.patterns.as_ref().map_or(PatternSums::default(), |p| p.compute(pos));
+        Entry { kppt, material: material(pos), patterns, changed: ChangedPieces::default() }
     }
 
     pub fn new_state(&self, pos: &Position) -> EvalState {
         let list = PieceList::new(pos);
         let entry = self.full_entry(pos, &list);
-        EvalState {
-            list,
-            stack: vec![entry],
-        }
+        EvalState { list, stack: vec![entry] }
     }
 
-    /// Updates `state` after `delta` was played; `after` is the new position.
+    /// Updates `state` after `delta` was played; `after` is the new position. Debug
+    /// builds check the result against a full recomputation.
     pub fn do_move(&self, state: &mut EvalState, delta: &MoveDelta, after: &Position) {
         let changed = state.list.apply(delta, after);
         let prev = *state.stack.last().expect("state has a root entry");
         let mut entry = Entry {
             kppt: prev.kppt,
             material: prev.material + material_delta(delta),
+            patterns: prev.patterns,
             changed,
         };
-        if let (Some(t), Some(bk), Some(wk)) = (
-            &self.kppt,
-            after.king_square(Color::Black),
-            after.king_square(Color::White),
-        ) {
+        let kings = (after.king_square(Color::Black), after.king_square(Color::White));
+        if let (Some(t), (Some(bk), Some(wk))) = (&self.kppt, kings) {
             t.update(&mut entry.kppt, delta, &changed, bk, wk, &state.list);
+        }
+        if let Some(p) = &self.patterns {
+            p.update(&mut entry.patterns, delta, after);
         }
         state.stack.push(entry);
         #[cfg(debug_assertions)]
         {
             let full = self.full_entry(after, &state.list);
-            debug_assert_eq!(
-                entry.kppt, full.kppt,
-                "incremental KPPT differs after {}",
-                delta.mv
-            );
-            debug_assert_eq!(
-                entry.material, full.material,
-                "incremental material differs after {}",
-                delta.mv
-            );
+            debug_assert_eq!(entry.kppt, full.kppt, "incremental KPPT differs after {}", delta.mv);
+            debug_assert_eq!(entry.material, full.material, "material differs after {}", delta.mv);
+            debug_assert_eq!(entry.patterns, full.patterns, "patterns differ after {}", delta.mv);
         }
     }
 
@@ -132,12 +115,13 @@ impl Evaluator {
         let sign = if stm == Color::Black { 1 } else { -1 };
         let material = if self.use_material { e.material } else { 0 };
         let kppt_raw = sign * e.kppt.board() + e.kppt.turn();
-        let raw = sign * material * FV_SCALE + kppt_raw;
+        let patterns_raw = e.patterns.value(stm);
+        let raw = sign * material * FV_SCALE + kppt_raw + patterns_raw;
         EvalParts {
             eval: raw / FV_SCALE,
             material: sign * material,
             kppt: kppt_raw / FV_SCALE,
-            patterns: 0,
+            patterns: patterns_raw / FV_SCALE,
         }
     }
 

@@ -212,10 +212,7 @@ impl KpptTables {
             sum.kk_kkp = self.kk_kkp_sum(bk, wk, list.black_view());
         } else {
             for c in 0..changed.count {
-                add(
-                    &mut sum.kk_kkp,
-                    self.kkp(bk, wk, list.black_view()[changed.ids[c] as usize]),
-                );
+                add(&mut sum.kk_kkp, self.kkp(bk, wk, list.black_view()[changed.ids[c] as usize]));
                 sub(&mut sum.kk_kkp, self.kkp(bk, wk, changed.old_fb[c]));
             }
         }
@@ -240,21 +237,14 @@ impl KpptTables {
             *v = [value(), value()];
         }
         for (i, v) in t.kkp.make_mut().iter_mut().enumerate() {
-            *v = if i % FE_END == 0 {
-                [0, 0]
-            } else {
-                [value(), value()]
-            };
+            *v = if i % FE_END == 0 { [0, 0] } else { [value(), value()] };
         }
         let kpp = t.kpp.make_mut();
         for k in 0..81 {
             let base = k * FE_END * FE_END;
             for a in 1..FE_END {
                 for b in 1..a {
-                    let v = [
-                        value().clamp(-32767, 32767) as i16,
-                        value().clamp(-32767, 32767) as i16,
-                    ];
+                    let v = [value().clamp(-32767, 32767) as i16, value().clamp(-32767, 32767) as i16];
                     kpp[base + a * FE_END + b] = v;
                     kpp[base + b * FE_END + a] = v;
                 }
@@ -281,5 +271,39 @@ impl KpptTables {
             }
         }
         None
+    }
+}
+
+impl KpptTables {
+    /// Makes KK and KKP respect the colour-flip symmetry that ecosystem tables have: the
+    /// flipped entry (kings swapped and inverted, piece flipped) has the negated board part
+    /// and the same turn part. KPP needs no change: flipping swaps its two halves.
+    pub fn symmetrize_flip(&mut self) {
+        use super::bona_piece::flip;
+        let kk = self.kk.make_mut();
+        for bk in 0..81 {
+            for wk in 0..81 {
+                let (a, b) = (bk * 81 + wk, (80 - wk) * 81 + (80 - bk));
+                if a < b {
+                    kk[b] = [-kk[a][0], kk[a][1]];
+                } else if a == b {
+                    kk[a][0] = 0;
+                }
+            }
+        }
+        let kkp = self.kkp.make_mut();
+        for bk in 0..81 {
+            for wk in 0..81 {
+                for p in 1..FE_END {
+                    let a = (bk * 81 + wk) * FE_END + p;
+                    let b = ((80 - wk) * 81 + (80 - bk)) * FE_END + flip(p as BonaPiece) as usize;
+                    if a < b {
+                        kkp[b] = [-kkp[a][0], kkp[a][1]];
+                    } else if a == b {
+                        kkp[a][0] = 0;
+                    }
+                }
+            }
+        }
     }
 }

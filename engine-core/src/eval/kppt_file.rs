@@ -19,25 +19,15 @@ pub enum EvalFileError {
     #[error(
         "{path}: {actual} bytes, expected {expected}; this is not a KPPT file of this layout (fe_end 1548)"
     )]
-    WrongSize {
-        path: PathBuf,
-        expected: u64,
-        actual: u64,
-    },
+    WrongSize { path: PathBuf, expected: u64, actual: u64 },
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("KPPT files are little-endian; this host is big-endian")]
     BigEndian,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> EvalFileError + '_ {
-    move |source| EvalFileError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| EvalFileError::Io { path: path.to_path_buf(), source }
 }
 
 fn map_table<T: Copy + 'static>(path: &Path, len: usize) -> Result<Table<T>, EvalFileError> {
@@ -46,34 +36,21 @@ fn map_table<T: Copy + 'static>(path: &Path, len: usize) -> Result<Table<T>, Eva
     }
     let file = File::open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            EvalFileError::Missing {
-                path: path.to_path_buf(),
-            }
+            EvalFileError::Missing { path: path.to_path_buf() }
         } else {
-            EvalFileError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            }
+            EvalFileError::Io { path: path.to_path_buf(), source: e }
         }
     })?;
     let expected = (len * std::mem::size_of::<T>()) as u64;
     let actual = file.metadata().map_err(io_err(path))?.len();
     if actual != expected {
-        return Err(EvalFileError::WrongSize {
-            path: path.to_path_buf(),
-            expected,
-            actual,
-        });
+        return Err(EvalFileError::WrongSize { path: path.to_path_buf(), expected, actual });
     }
     // SAFETY: the file is opened read-only and mapped private to this process; Keima never
     // writes eval files in place (saves go to a temp file and are renamed over), so the
     // mapped bytes do not change underneath us when Keima is the only writer.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err(path))?;
-    assert_eq!(
-        map.as_ptr() as usize % std::mem::align_of::<T>(),
-        0,
-        "mmap is page-aligned"
-    );
+    assert_eq!(map.as_ptr() as usize % std::mem::align_of::<T>(), 0, "mmap is page-aligned");
     Ok(Table::Mapped { map, len })
 }
 
@@ -103,10 +80,7 @@ fn write_atomic<T: Copy>(
         }
         w.write_all(&buf).map_err(io_err(&tmp))?;
     }
-    let file = w.into_inner().map_err(|e| EvalFileError::Io {
-        path: tmp.clone(),
-        source: e.into_error(),
-    })?;
+    let file = w.into_inner().map_err(|e| EvalFileError::Io { path: tmp.clone(), source: e.into_error() })?;
     file.sync_all().map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))?;
     Ok(())
@@ -121,14 +95,10 @@ pub fn save_kppt_dir(tables: &KpptTables, dir: &Path) -> Result<(), EvalFileErro
     };
     write_atomic(&dir.join(KK_FILE), tables.kk.as_slice(), i32x2)?;
     write_atomic(&dir.join(KKP_FILE), tables.kkp.as_slice(), i32x2)?;
-    write_atomic(
-        &dir.join(KPP_FILE),
-        tables.kpp.as_slice(),
-        |v: &[i16; 2], b: &mut Vec<u8>| {
-            b.extend_from_slice(&v[0].to_le_bytes());
-            b.extend_from_slice(&v[1].to_le_bytes());
-        },
-    )?;
+    write_atomic(&dir.join(KPP_FILE), tables.kpp.as_slice(), |v: &[i16; 2], b: &mut Vec<u8>| {
+        b.extend_from_slice(&v[0].to_le_bytes());
+        b.extend_from_slice(&v[1].to_le_bytes());
+    })?;
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }

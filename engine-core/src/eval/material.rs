@@ -12,9 +12,7 @@ pub const fn piece_value(pt: PieceType) -> i32 {
         PieceType::Gold => 540,
         PieceType::Bishop => 855,
         PieceType::Rook => 990,
-        PieceType::ProPawn | PieceType::ProLance | PieceType::ProKnight | PieceType::ProSilver => {
-            540
-        }
+        PieceType::ProPawn | PieceType::ProLance | PieceType::ProKnight | PieceType::ProSilver => 540,
         PieceType::Horse => 945,
         PieceType::Dragon => 1395,
         PieceType::King => 0,
@@ -51,9 +49,5 @@ pub fn material_delta(delta: &MoveDelta) -> i32 {
     if delta.promoted {
         gain += piece_value(delta.placed.piece_type()) - piece_value(delta.moved.piece_type());
     }
-    if delta.moved.color() == Color::Black {
-        gain
-    } else {
-        -gain
-    }
+    if delta.moved.color() == Color::Black { gain } else { -gain }
 }

@@ -108,11 +108,7 @@ impl PieceList {
                 }
                 if delta.moved.piece_type() != PieceType::King {
                     let id = self.id_on_square[from.index()];
-                    self.set(
-                        id,
-                        board_piece(mover, delta.placed.piece_type(), to),
-                        &mut changed,
-                    );
+                    self.set(id, board_piece(mover, delta.placed.piece_type(), to), &mut changed);
                     self.id_on_square[to.index()] = id;
                 } else {
                     self.id_on_square[to.index()] = NO_ID;
@@ -140,11 +136,7 @@ impl PieceList {
                     changed.ids[changed.count - 1]
                 };
                 self.id_on_square[from.index()] = moved_id;
-                self.id_on_square[delta.to.index()] = if delta.is_capture() {
-                    changed.ids[0]
-                } else {
-                    NO_ID
-                };
+                self.id_on_square[delta.to.index()] = if delta.is_capture() { changed.ids[0] } else { NO_ID };
                 // The hand slot the captured piece took is simply unused again.
             }
         }
