@@ -58,12 +58,12 @@ fn symmetric_patterns(rng: &mut Rng) -> PatternSet {
         let size = 2 + (rng.next() % 3) as usize;
         let triples: Vec<Triple> = (0..size)
             .map(|_| Triple {
-                color: if rng.next() % 2 == 0 { Color::Black } else { Color::White },
+                color: if rng.next().is_multiple_of(2) { Color::Black } else { Color::White },
                 piece_type: kinds[(rng.next() % kinds.len() as u64) as usize],
                 square: Square::from_index((rng.next() % 81) as usize),
             })
             .collect();
-        let relative = rng.next() % 2 == 0;
+        let relative = rng.next().is_multiple_of(2);
         let Some(p) = Pattern::new(triples, relative) else { continue };
         let w = (rng.next() % 2001) as i32 - 1000;
         if relative {
