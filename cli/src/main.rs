@@ -7,11 +7,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(
-    name = "keima",
-    version,
-    about = "Keima: cluster-scale training of shogi evaluation functions"
-)]
+#[command(name = "keima", version, about = "Keima: cluster-scale training of shogi evaluation functions")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -20,18 +20,12 @@ fn startpos_depth_1_to_5() {
 
 #[test]
 fn matsuri_depth_1_to_3() {
-    check(
-        "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1",
-        &[207, 28_684, 4_809_015],
-    );
+    check("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1", &[207, 28_684, 4_809_015]);
 }
 
 #[test]
 fn max_legal_moves_depth_1_to_2() {
-    check(
-        "R8/2K1S1SSk/4B4/9/9/9/9/9/1L1L1L3 b RBGSNLP3g3n17p 1",
-        &[593, 105_677],
-    );
+    check("R8/2K1S1SSk/4B4/9/9/9/9/9/1L1L1L3 b RBGSNLP3g3n17p 1", &[593, 105_677]);
 }
 
 #[test]
@@ -54,10 +48,9 @@ fn middle_game_depth_1_to_3() {
 
 #[test]
 fn divide_sums_to_perft() {
-    let mut pos = Position::from_sfen(
-        "lnsgkgsnl/1r7/p1ppp1bpp/1p3pp2/7P1/2P6/PP1PPPP1P/1B3S1R1/LNSGKG1NL b - 9",
-    )
-    .unwrap();
+    let mut pos =
+        Position::from_sfen("lnsgkgsnl/1r7/p1ppp1bpp/1p3pp2/7P1/2P6/PP1PPPP1P/1B3S1R1/LNSGKG1NL b - 9")
+            .unwrap();
     let parts = perft_divide(&mut pos, 3);
     assert_eq!(parts.len(), pos.legal_moves().len());
     let total: u64 = parts.iter().map(|(_, n)| n).sum();

@@ -24,10 +24,7 @@ pub struct PerftArgs {
 pub fn run(args: PerftArgs) -> CommandResult {
     let mut pos = parse_position(&args.sfen)?;
     if args.depth > 12 {
-        return Err(format!(
-            "--depth {} is too deep to finish; use 1..=12",
-            args.depth
-        ));
+        return Err(format!("--depth {} is too deep to finish; use 1..=12", args.depth));
     }
     let start = Instant::now();
     let (nodes, divide) = if args.divide && args.depth > 0 {
@@ -40,10 +37,8 @@ pub fn run(args: PerftArgs) -> CommandResult {
     if args.json {
         let mut obj = serde_json::json!({"depth": args.depth, "nodes": nodes, "seconds": seconds});
         if let Some(parts) = &divide {
-            let map: serde_json::Map<String, serde_json::Value> = parts
-                .iter()
-                .map(|(m, n)| (m.to_usi(), (*n).into()))
-                .collect();
+            let map: serde_json::Map<String, serde_json::Value> =
+                parts.iter().map(|(m, n)| (m.to_usi(), (*n).into())).collect();
             obj["divide"] = map.into();
         }
         println!("{obj}");
@@ -53,16 +48,8 @@ pub fn run(args: PerftArgs) -> CommandResult {
                 println!("{m}: {n}");
             }
         }
-        let nps = if seconds > 0.0 {
-            nodes as f64 / seconds
-        } else {
-            0.0
-        };
-        println!(
-            "perft {} = {nodes} ({seconds:.3} s, {:.1} M leaves/s)",
-            args.depth,
-            nps / 1e6
-        );
+        let nps = if seconds > 0.0 { nodes as f64 / seconds } else { 0.0 };
+        println!("perft {} = {nodes} ({seconds:.3} s, {:.1} M leaves/s)", args.depth, nps / 1e6);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,9 +10,8 @@ pub enum RecordsCommand {
 
 pub fn run(cmd: RecordsCommand) -> CommandResult {
     match cmd {
-        RecordsCommand::Check { paths } => Err(format!(
-            "records check of {} files: not built yet",
-            paths.len()
-        )),
+        RecordsCommand::Check { paths } => {
+            Err(format!("records check of {} files: not built yet", paths.len()))
+        }
     }
 }

@@ -103,9 +103,7 @@ fn ray(sq: Square, df: i32, dr: i32, occ: Bitboard) -> Bitboard {
 }
 
 fn slider_rays(sq: Square, dirs: &[(i32, i32)]) -> Bitboard {
-    dirs.iter().fold(Bitboard::EMPTY, |acc, &(df, dr)| {
-        acc | ray(sq, df, dr, Bitboard::EMPTY)
-    })
+    dirs.iter().fold(Bitboard::EMPTY, |acc, &(df, dr)| acc | ray(sq, df, dr, Bitboard::EMPTY))
 }
 
 /// Squares of the line through `sq` in direction (df, dr), both ways, excluding `sq`.
@@ -201,16 +199,7 @@ fn build_tables() -> Box<AttackTables> {
     let knight = [(-1, -2), (1, -2)];
     let silver = [(0, -1), (-1, -1), (1, -1), (-1, 1), (1, 1)];
     let gold = [(0, -1), (-1, -1), (1, -1), (-1, 0), (1, 0), (0, 1)];
-    let king = [
-        (0, -1),
-        (-1, -1),
-        (1, -1),
-        (-1, 0),
-        (1, 0),
-        (0, 1),
-        (-1, 1),
-        (1, 1),
-    ];
+    let king = [(0, -1), (-1, -1), (1, -1), (-1, 0), (1, 0), (0, 1), (-1, 1), (1, 1)];
     for color in Color::ALL {
         for sq in Square::all() {
             let c = color.index();
@@ -232,22 +221,14 @@ fn build_tables() -> Box<AttackTables> {
         let start = i as u32 - 10 * m;
         let len = 9 - f.abs_diff(r);
         t.diag_shift[i] = start + 10;
-        t.diag_mask[i] = if len >= 3 {
-            gather_mask(10) & ((1u64 << (10 * (len - 3) + 1)) - 1)
-        } else {
-            0
-        };
+        t.diag_mask[i] = if len >= 3 { gather_mask(10) & ((1u64 << (10 * (len - 3) + 1)) - 1) } else { 0 };
         // Anti-diagonal (file+1, rank-1): index stride 8.
         let m = f.min(8 - r);
         let start = i as u32 - 8 * m;
         let (fs, rs) = (f - m, r + m);
         let len = (9 - fs).min(rs + 1);
         t.anti_shift[i] = start + 8;
-        t.anti_mask[i] = if len >= 3 {
-            gather_mask(8) & ((1u64 << (8 * (len - 3) + 1)) - 1)
-        } else {
-            0
-        };
+        t.anti_mask[i] = if len >= 3 { gather_mask(8) & ((1u64 << (8 * (len - 3) + 1)) - 1) } else { 0 };
     }
     let mut file = std::mem::take(&mut t.file);
     fill_line_table(&mut file, |sq| (line_squares(sq, 0, 1), (0, 1)), file_index);
@@ -256,18 +237,10 @@ fn build_tables() -> Box<AttackTables> {
     fill_line_table(&mut rank, |sq| (line_squares(sq, 1, 0), (1, 0)), rank_index);
     t.rank = rank;
     let mut diag = std::mem::take(&mut t.diag);
-    fill_line_table(
-        &mut diag,
-        |sq| (line_squares(sq, 1, 1), (1, 1)),
-        |sq, o| diag_index(&t, sq, o),
-    );
+    fill_line_table(&mut diag, |sq| (line_squares(sq, 1, 1), (1, 1)), |sq, o| diag_index(&t, sq, o));
     t.diag = diag;
     let mut anti = std::mem::take(&mut t.anti);
-    fill_line_table(
-        &mut anti,
-        |sq| (line_squares(sq, 1, -1), (1, -1)),
-        |sq, o| anti_index(&t, sq, o),
-    );
+    fill_line_table(&mut anti, |sq| (line_squares(sq, 1, -1), (1, -1)), |sq, o| anti_index(&t, sq, o));
     t.anti = anti;
     for sq in Square::all() {
         t.rook_empty[sq.index()] = slider_rays(sq, &[(0, 1), (0, -1), (1, 0), (-1, 0)]);
@@ -418,8 +391,7 @@ mod tests {
     use super::*;
 
     fn slow_slider(sq: Square, occ: Bitboard, dirs: &[(i32, i32)]) -> Bitboard {
-        dirs.iter()
-            .fold(Bitboard::EMPTY, |acc, &(df, dr)| acc | ray(sq, df, dr, occ))
+        dirs.iter().fold(Bitboard::EMPTY, |acc, &(df, dr)| acc | ray(sq, df, dr, occ))
     }
 
     #[test]
@@ -430,25 +402,13 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let y = x.wrapping_mul(0x2545F4914F6CDD1D);
-            let occ = Bitboard(((x as u128) << 64 | y as u128) & ((x as u128) << 17 | y as u128))
-                & Bitboard::ALL;
+            let occ =
+                Bitboard(((x as u128) << 64 | y as u128) & ((x as u128) << 17 | y as u128)) & Bitboard::ALL;
             let sq = Square::from_index((x % 81) as usize);
-            assert_eq!(
-                rook_attacks(sq, occ),
-                slow_slider(sq, occ, &[(0, 1), (0, -1), (1, 0), (-1, 0)])
-            );
-            assert_eq!(
-                bishop_attacks(sq, occ),
-                slow_slider(sq, occ, &[(1, 1), (-1, -1), (1, -1), (-1, 1)])
-            );
-            assert_eq!(
-                lance_attacks(Color::Black, sq, occ),
-                slow_slider(sq, occ, &[(0, -1)])
-            );
-            assert_eq!(
-                lance_attacks(Color::White, sq, occ),
-                slow_slider(sq, occ, &[(0, 1)])
-            );
+            assert_eq!(rook_attacks(sq, occ), slow_slider(sq, occ, &[(0, 1), (0, -1), (1, 0), (-1, 0)]));
+            assert_eq!(bishop_attacks(sq, occ), slow_slider(sq, occ, &[(1, 1), (-1, -1), (1, -1), (-1, 1)]));
+            assert_eq!(lance_attacks(Color::Black, sq, occ), slow_slider(sq, occ, &[(0, -1)]));
+            assert_eq!(lance_attacks(Color::White, sq, occ), slow_slider(sq, occ, &[(0, 1)]));
         }
     }
 

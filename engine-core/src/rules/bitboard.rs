@@ -202,11 +202,7 @@ impl std::fmt::Debug for Bitboard {
         writeln!(f, "Bitboard(")?;
         for rank in 0..9 {
             for file in (0..9).rev() {
-                let c = if self.contains(Square::new(file, rank)) {
-                    '*'
-                } else {
-                    '.'
-                };
+                let c = if self.contains(Square::new(file, rank)) { '*' } else { '.' };
                 write!(f, "{c}")?;
             }
             writeln!(f)?;
@@ -233,8 +229,7 @@ mod tests {
 
     #[test]
     fn pop_iterates_in_square_order() {
-        let mut b =
-            Bitboard::from_square(Square::new(8, 8)) | Bitboard::from_square(Square::new(0, 3));
+        let mut b = Bitboard::from_square(Square::new(8, 8)) | Bitboard::from_square(Square::new(0, 3));
         assert!(b.more_than_one());
         assert_eq!(b.pop(), Square::new(0, 3));
         assert_eq!(b.pop(), Square::new(8, 8));

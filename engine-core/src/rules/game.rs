@@ -40,10 +40,7 @@ pub struct GameRules {
 
 impl Default for GameRules {
     fn default() -> Self {
-        GameRules {
-            declaration: true,
-            max_plies: None,
-        }
+        GameRules { declaration: true, max_plies: None }
     }
 }
 
@@ -115,40 +112,23 @@ impl Game {
     pub fn repetition_count(&self) -> usize {
         let key = self.pos.key();
         // Same side to move only: step back two plies at a time.
-        self.keys
-            .iter()
-            .rev()
-            .step_by(2)
-            .filter(|&&k| k == key)
-            .count()
+        self.keys.iter().rev().step_by(2).filter(|&&k| k == key).count()
     }
 
     /// The game's result if it has ended.
     pub fn outcome(&self, rules: &GameRules) -> Option<GameOutcome> {
         let us = self.pos.side_to_move();
         if !self.pos.has_legal_move() {
-            return Some(GameOutcome {
-                winner: Some(us.opponent()),
-                reason: GameEnd::NoLegalMove,
-            });
+            return Some(GameOutcome { winner: Some(us.opponent()), reason: GameEnd::NoLegalMove });
         }
         if let Some(outcome) = self.repetition_outcome() {
             return Some(outcome);
         }
         if rules.declaration && can_declare_win(&self.pos) {
-            return Some(GameOutcome {
-                winner: Some(us),
-                reason: GameEnd::Declaration,
-            });
+            return Some(GameOutcome { winner: Some(us), reason: GameEnd::Declaration });
         }
-        if rules
-            .max_plies
-            .is_some_and(|max| self.moves.len() as u32 >= max)
-        {
-            return Some(GameOutcome {
-                winner: None,
-                reason: GameEnd::MaxPlies,
-            });
+        if rules.max_plies.is_some_and(|max| self.moves.len() as u32 >= max) {
+            return Some(GameOutcome { winner: None, reason: GameEnd::MaxPlies });
         }
         None
     }
@@ -158,11 +138,7 @@ impl Game {
     pub fn repetition_outcome(&self) -> Option<GameOutcome> {
         let n = self.keys.len() - 1;
         let key = self.keys[n];
-        let occurrences: Vec<usize> = (0..=n)
-            .rev()
-            .step_by(2)
-            .filter(|&i| self.keys[i] == key)
-            .collect();
+        let occurrences: Vec<usize> = (0..=n).rev().step_by(2).filter(|&i| self.keys[i] == key).collect();
         if occurrences.len() < 4 {
             return None;
         }
@@ -172,11 +148,8 @@ impl Game {
         let all_checks_by = |checker: Color| {
             (first + 1..=n)
                 .filter(|&i| {
-                    let mover_is_checker = if (n - i).is_multiple_of(2) {
-                        side_now.opponent()
-                    } else {
-                        side_now
-                    };
+                    let mover_is_checker =
+                        if (n - i).is_multiple_of(2) { side_now.opponent() } else { side_now };
                     mover_is_checker == checker
                 })
                 .all(|i| self.checks[i])
@@ -189,10 +162,7 @@ impl Game {
                 });
             }
         }
-        Some(GameOutcome {
-            winner: None,
-            reason: GameEnd::Repetition,
-        })
+        Some(GameOutcome { winner: None, reason: GameEnd::Repetition })
     }
 }
 
@@ -231,10 +201,7 @@ mod tests {
 
     fn play_usi(game: &mut Game, moves: &str) {
         for m in moves.split_whitespace() {
-            let mv = game
-                .position()
-                .parse_usi_move(m)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let mv = game.position().parse_usi_move(m).unwrap_or_else(|e| panic!("{e}"));
             game.play(mv);
         }
     }
@@ -250,10 +217,7 @@ mod tests {
         assert_eq!(game.repetition_count(), 4);
         assert_eq!(
             game.outcome(&GameRules::default()),
-            Some(GameOutcome {
-                winner: None,
-                reason: GameEnd::Repetition
-            })
+            Some(GameOutcome { winner: None, reason: GameEnd::Repetition })
         );
     }
 
@@ -269,10 +233,7 @@ mod tests {
         assert_eq!(game.repetition_count(), 4);
         assert_eq!(
             game.outcome(&GameRules::default()),
-            Some(GameOutcome {
-                winner: Some(Color::White),
-                reason: GameEnd::PerpetualCheck
-            })
+            Some(GameOutcome { winner: Some(Color::White), reason: GameEnd::PerpetualCheck })
         );
     }
 
@@ -282,10 +243,7 @@ mod tests {
         let game = Game::new(pos);
         assert_eq!(
             game.outcome(&GameRules::default()),
-            Some(GameOutcome {
-                winner: Some(Color::Black),
-                reason: GameEnd::NoLegalMove
-            })
+            Some(GameOutcome { winner: Some(Color::Black), reason: GameEnd::NoLegalMove })
         );
     }
 
@@ -294,10 +252,7 @@ mod tests {
         // In camp besides the king: 4 golds, 4 silvers (1 each), dragon and horse (5 each)
         // = 10 pieces, 18 points; the rest comes from pawns in hand.
         let black = |pawns: u32| format!("GGSS1SSGG/+R3K3+B/9/9/9/9/9/9/4k4 b {pawns}P 1");
-        assert!(
-            !can_declare_win(&Position::from_sfen(&black(9)).unwrap()),
-            "27 is one short for Black"
-        );
+        assert!(!can_declare_win(&Position::from_sfen(&black(9)).unwrap()), "27 is one short for Black");
         assert!(can_declare_win(&Position::from_sfen(&black(10)).unwrap()));
         let white = Position::from_sfen("4K4/9/9/9/9/9/9/+b3k3+r/ggss1ssgg w 9p 1").unwrap();
         assert!(can_declare_win(&white), "27 points suffice for White");

@@ -31,10 +31,7 @@ impl MoveList {
     pub fn new() -> MoveList {
         // Not zeroed on purpose: a list is created at every search node, and only the
         // first `len` entries are ever read.
-        MoveList {
-            len: 0,
-            moves: [MaybeUninit::uninit(); MAX_MOVES],
-        }
+        MoveList { len: 0, moves: [MaybeUninit::uninit(); MAX_MOVES] }
     }
 
     #[inline]
@@ -410,8 +407,7 @@ impl Position {
         if dead.contains(to) {
             return false;
         }
-        if pt == PieceType::Pawn
-            && (self.pieces(us, PieceType::Pawn) & Bitboard::file_mask(to.file())).any()
+        if pt == PieceType::Pawn && (self.pieces(us, PieceType::Pawn) & Bitboard::file_mask(to.file())).any()
         {
             return false;
         }
@@ -468,10 +464,9 @@ mod tests {
 
     #[test]
     fn generated_moves_pass_is_legal_and_others_fail() {
-        let pos = Position::from_sfen(
-            "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1",
-        )
-        .unwrap();
+        let pos =
+            Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1")
+                .unwrap();
         let list = pos.legal_moves();
         assert_eq!(list.len(), 207);
         for &m in &list {

@@ -238,9 +238,7 @@ impl Position {
             | (silver_attacks(defender, sq) & t[PieceType::Silver.index()])
             | (gold_attacks(defender, sq) & self.gold_movers())
             | (king_attacks(sq)
-                & (t[PieceType::King.index()]
-                    | t[PieceType::Horse.index()]
-                    | t[PieceType::Dragon.index()]));
+                & (t[PieceType::King.index()] | t[PieceType::Horse.index()] | t[PieceType::Dragon.index()]));
         if (steps & them).any() {
             return true;
         }
@@ -249,14 +247,11 @@ impl Position {
             return true;
         }
         let bishop_like = (t[PieceType::Bishop.index()] | t[PieceType::Horse.index()]) & them;
-        if (bishop_empty_attacks(sq) & bishop_like).any()
-            && (bishop_attacks(sq, occ) & bishop_like).any()
-        {
+        if (bishop_empty_attacks(sq) & bishop_like).any() && (bishop_attacks(sq, occ) & bishop_like).any() {
             return true;
         }
         let lances = t[PieceType::Lance.index()] & them;
-        (forward_ray(defender, sq) & lances).any()
-            && (lance_attacks(defender, sq, occ) & lances).any()
+        (forward_ray(defender, sq) & lances).any() && (lance_attacks(defender, sq, occ) & lances).any()
     }
 
     /// Pieces (of either colour) that alone stand between `king_of`'s king and a slider of
@@ -326,19 +321,12 @@ impl Position {
             key ^= zobrist::board_key(moved, to);
         } else {
             let from = mv.from();
-            debug_assert_eq!(
-                self.board[from.index()],
-                moved,
-                "{mv:?}: piece on from differs"
-            );
+            debug_assert_eq!(self.board[from.index()], moved, "{mv:?}: piece on from differs");
             delta.from = Some(from);
             let captured = self.board[to.index()];
             if !captured.is_empty() {
                 debug_assert_eq!(captured.color(), them);
-                debug_assert!(
-                    captured.piece_type() != PieceType::King,
-                    "{mv:?} captures a king"
-                );
+                debug_assert!(captured.piece_type() != PieceType::King, "{mv:?} captures a king");
                 delta.captured = captured;
                 let cpt = captured.piece_type();
                 self.by_type[cpt.index()].clear(to);
@@ -392,8 +380,7 @@ impl Position {
             let ours = self.by_color[us.index()];
             let sliders = ((rook_attacks(ksq, occ)
                 & (t[PieceType::Rook.index()] | t[PieceType::Dragon.index()]))
-                | (bishop_attacks(ksq, occ)
-                    & (t[PieceType::Bishop.index()] | t[PieceType::Horse.index()]))
+                | (bishop_attacks(ksq, occ) & (t[PieceType::Bishop.index()] | t[PieceType::Horse.index()]))
                 | (lance_attacks(us.opponent(), ksq, occ) & t[PieceType::Lance.index()]))
                 & ours;
             checkers |= sliders;
@@ -524,10 +511,9 @@ mod tests {
 
     #[test]
     fn capture_and_promotion_are_reported() {
-        let mut pos = Position::from_sfen(
-            "lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3",
-        )
-        .unwrap();
+        let mut pos =
+            Position::from_sfen("lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3")
+                .unwrap();
         let mv = pos.parse_usi_move("8h2b+").unwrap();
         let d = pos.do_move(mv);
         assert_eq!(d.captured, Piece::new(Color::White, PieceType::Bishop));

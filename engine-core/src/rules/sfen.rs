@@ -9,46 +9,16 @@ pub const STARTPOS_SFEN: &str = "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1
 
 /// Standard handicap start positions (the handicapped side is White, and moves first).
 pub const HANDICAPS: &[(&str, &str)] = &[
-    (
-        "lance",
-        "lnsgkgsn1/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "right-lance",
-        "1nsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "bishop",
-        "lnsgkgsnl/1r7/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "rook",
-        "lnsgkgsnl/7b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "rook-lance",
-        "lnsgkgsn1/7b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "2-piece",
-        "lnsgkgsnl/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "4-piece",
-        "1nsgkgsn1/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "6-piece",
-        "2sgkgs2/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "8-piece",
-        "3gkg3/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
-    (
-        "10-piece",
-        "4k4/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1",
-    ),
+    ("lance", "lnsgkgsn1/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("right-lance", "1nsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("bishop", "lnsgkgsnl/1r7/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("rook", "lnsgkgsnl/7b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("rook-lance", "lnsgkgsn1/7b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("2-piece", "lnsgkgsnl/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("4-piece", "1nsgkgsn1/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("6-piece", "2sgkgs2/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("8-piece", "3gkg3/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
+    ("10-piece", "4k4/9/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL w - 1"),
 ];
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -134,16 +104,13 @@ impl Position {
             }
             let dead1 = Bitboard::dead_ranks(color, 1);
             let dead2 = Bitboard::dead_ranks(color, 2);
-            if ((self.pieces(color, PieceType::Pawn) | self.pieces(color, PieceType::Lance))
-                & dead1)
-                .any()
+            if ((self.pieces(color, PieceType::Pawn) | self.pieces(color, PieceType::Lance)) & dead1).any()
                 || (self.pieces(color, PieceType::Knight) & dead2).any()
             {
                 return Err(format!("a {color:?} piece stands where it can never move"));
             }
             for file in 0..9 {
-                if (self.pieces(color, PieceType::Pawn) & Bitboard::file_mask(file)).more_than_one()
-                {
+                if (self.pieces(color, PieceType::Pawn) & Bitboard::file_mask(file)).more_than_one() {
                     return Err(format!("{color:?} has two pawns on file {}", file + 1));
                 }
             }
@@ -181,11 +148,7 @@ impl Position {
                 s.push('/');
             }
         }
-        s.push_str(if self.side_to_move() == Color::Black {
-            " b "
-        } else {
-            " w "
-        });
+        s.push_str(if self.side_to_move() == Color::Black { " b " } else { " w " });
         let mut hand = String::new();
         // SFEN hand order: R B G S N L P, Black first.
         const ORDER: [PieceType; 7] = [
@@ -205,11 +168,7 @@ impl Position {
                 }
                 if n > 0 {
                     let c = pt.sfen_char();
-                    hand.push(if color == Color::Black {
-                        c
-                    } else {
-                        c.to_ascii_lowercase()
-                    });
+                    hand.push(if color == Color::Black { c } else { c.to_ascii_lowercase() });
                 }
             }
         }
@@ -245,21 +204,14 @@ impl Position {
             }
             _ => return Err(syntax()),
         };
-        if self.is_legal(m) {
-            Ok(m)
-        } else {
-            Err(UsiMoveError::Illegal(text.to_string()))
-        }
+        if self.is_legal(m) { Ok(m) } else { Err(UsiMoveError::Illegal(text.to_string())) }
     }
 }
 
 fn parse_board(pos: &mut Position, board: &str) -> Result<(), SfenError> {
     let ranks: Vec<&str> = board.split('/').collect();
     if ranks.len() != 9 {
-        return Err(SfenError::Board(format!(
-            "{} ranks; expected 9",
-            ranks.len()
-        )));
+        return Err(SfenError::Board(format!("{} ranks; expected 9", ranks.len())));
     }
     for (rank, row) in ranks.iter().enumerate() {
         let mut file: i32 = 8;
@@ -267,17 +219,11 @@ fn parse_board(pos: &mut Position, board: &str) -> Result<(), SfenError> {
         for c in row.chars() {
             if let Some(d) = c.to_digit(10) {
                 if promoted || d == 0 {
-                    return Err(SfenError::Board(format!(
-                        "rank {}: bad digit {c:?}",
-                        rank + 1
-                    )));
+                    return Err(SfenError::Board(format!("rank {}: bad digit {c:?}", rank + 1)));
                 }
                 file -= d as i32;
                 if file < -1 {
-                    return Err(SfenError::Board(format!(
-                        "rank {} is longer than 9 squares",
-                        rank + 1
-                    )));
+                    return Err(SfenError::Board(format!("rank {} is longer than 9 squares", rank + 1)));
                 }
                 continue;
             }
@@ -288,40 +234,26 @@ fn parse_board(pos: &mut Position, board: &str) -> Result<(), SfenError> {
                 promoted = true;
                 continue;
             }
-            let pt = PieceType::from_sfen_char(c).ok_or_else(|| {
-                SfenError::Board(format!("rank {}: unknown piece {c:?}", rank + 1))
-            })?;
+            let pt = PieceType::from_sfen_char(c)
+                .ok_or_else(|| SfenError::Board(format!("rank {}: unknown piece {c:?}", rank + 1)))?;
             if file < 0 {
-                return Err(SfenError::Board(format!(
-                    "rank {} is longer than 9 squares",
-                    rank + 1
-                )));
+                return Err(SfenError::Board(format!("rank {} is longer than 9 squares", rank + 1)));
             }
             let pt = if promoted {
                 if !pt.can_promote() {
-                    return Err(SfenError::Board(format!(
-                        "rank {}: {c:?} cannot be promoted",
-                        rank + 1
-                    )));
+                    return Err(SfenError::Board(format!("rank {}: {c:?} cannot be promoted", rank + 1)));
                 }
                 pt.promote()
             } else {
                 pt
             };
             promoted = false;
-            let color = if c.is_ascii_uppercase() {
-                Color::Black
-            } else {
-                Color::White
-            };
+            let color = if c.is_ascii_uppercase() { Color::Black } else { Color::White };
             pos.put_piece(Square::new(file as u8, rank as u8), Piece::new(color, pt));
             file -= 1;
         }
         if promoted || file != -1 {
-            return Err(SfenError::Board(format!(
-                "rank {} does not have 9 squares",
-                rank + 1
-            )));
+            return Err(SfenError::Board(format!("rank {} does not have 9 squares", rank + 1)));
         }
     }
     Ok(())
@@ -351,15 +283,10 @@ fn parse_hands(pos: &mut Position, text: &str) -> Result<(), SfenError> {
         if n == 0 {
             return Err(err("zero count"));
         }
-        let color = if c.is_ascii_uppercase() {
-            Color::Black
-        } else {
-            Color::White
-        };
+        let color = if c.is_ascii_uppercase() { Color::Black } else { Color::White };
         let h = &mut hands[color.index()];
         let total = h.count(pt) + n;
-        h.set(pt, total)
-            .ok_or_else(|| err("more pieces than a set has"))?;
+        h.set(pt, total).ok_or_else(|| err("more pieces than a set has"))?;
         count = 0;
         any_digit = false;
     }
@@ -386,10 +313,9 @@ mod tests {
             assert_eq!(Position::from_sfen(sfen).unwrap().to_sfen(), sfen);
         }
         // Hands are written in the canonical order (R B G S N L P, Black first).
-        let matsuri = Position::from_sfen(
-            "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1",
-        )
-        .unwrap();
+        let matsuri =
+            Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1")
+                .unwrap();
         assert_eq!(
             matsuri.to_sfen(),
             "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w RGgsn5p 1"
@@ -401,32 +327,18 @@ mod tests {
 
     #[test]
     fn bad_sfens_are_rejected_with_reasons() {
-        assert!(matches!(
-            Position::from_sfen("9/9/9 b - 1"),
-            Err(SfenError::Board(_))
-        ));
+        assert!(matches!(Position::from_sfen("9/9/9 b - 1"), Err(SfenError::Board(_))));
         assert!(matches!(
             Position::from_sfen("lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL x - 1"),
             Err(SfenError::Side(_))
         ));
         assert!(matches!(
-            Position::from_sfen(
-                "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b 19P 1"
-            ),
+            Position::from_sfen("lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b 19P 1"),
             Err(SfenError::Hand(..))
         ));
-        assert!(matches!(
-            Position::from_sfen("P3k4/9/9/9/9/9/9/9/4K4 b - 1"),
-            Err(SfenError::Illegal(_))
-        ));
-        assert!(matches!(
-            Position::from_sfen("4k4/9/9/9/4P4/4P4/9/9/4K4 b - 1"),
-            Err(SfenError::Illegal(_))
-        ));
-        assert!(matches!(
-            Position::from_sfen("4k4/4R4/9/9/9/9/9/9/4K4 b - 1"),
-            Err(SfenError::Illegal(_))
-        ));
+        assert!(matches!(Position::from_sfen("P3k4/9/9/9/9/9/9/9/4K4 b - 1"), Err(SfenError::Illegal(_))));
+        assert!(matches!(Position::from_sfen("4k4/9/9/9/4P4/4P4/9/9/4K4 b - 1"), Err(SfenError::Illegal(_))));
+        assert!(matches!(Position::from_sfen("4k4/4R4/9/9/9/9/9/9/4K4 b - 1"), Err(SfenError::Illegal(_))));
         assert!(Position::from_sfen("4k4/4R4/9/9/9/9/9/9/4K4 w - 1").is_ok());
     }
 
@@ -436,21 +348,9 @@ mod tests {
         for m in pos.legal_moves().iter() {
             assert_eq!(pos.parse_usi_move(&m.to_usi()), Ok(*m));
         }
-        assert!(matches!(
-            pos.parse_usi_move("7g7e"),
-            Err(UsiMoveError::Illegal(_))
-        ));
-        assert!(matches!(
-            pos.parse_usi_move("P*5e"),
-            Err(UsiMoveError::Illegal(_))
-        ));
-        assert!(matches!(
-            pos.parse_usi_move("0a1b"),
-            Err(UsiMoveError::Syntax(_))
-        ));
-        assert!(matches!(
-            pos.parse_usi_move("K*5e"),
-            Err(UsiMoveError::Syntax(_))
-        ));
+        assert!(matches!(pos.parse_usi_move("7g7e"), Err(UsiMoveError::Illegal(_))));
+        assert!(matches!(pos.parse_usi_move("P*5e"), Err(UsiMoveError::Illegal(_))));
+        assert!(matches!(pos.parse_usi_move("0a1b"), Err(UsiMoveError::Syntax(_))));
+        assert!(matches!(pos.parse_usi_move("K*5e"), Err(UsiMoveError::Syntax(_))));
     }
 }

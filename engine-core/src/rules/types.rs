@@ -66,11 +66,7 @@ impl Square {
     /// Checked constructor for untrusted input.
     #[inline]
     pub const fn try_from_index(index: usize) -> Option<Square> {
-        if index < 81 {
-            Some(Square(index as u8))
-        } else {
-            None
-        }
+        if index < 81 { Some(Square(index as u8)) } else { None }
     }
 
     #[inline]
@@ -325,11 +321,7 @@ impl Piece {
 
     #[inline]
     pub const fn color(self) -> Color {
-        if self.0 & 0x10 != 0 {
-            Color::White
-        } else {
-            Color::Black
-        }
+        if self.0 & 0x10 != 0 { Color::White } else { Color::Black }
     }
 
     pub fn to_sfen(self) -> String {
@@ -342,11 +334,7 @@ impl Piece {
             s.push('+');
         }
         let c = pt.sfen_char();
-        s.push(if self.color() == Color::Black {
-            c
-        } else {
-            c.to_ascii_lowercase()
-        });
+        s.push(if self.color() == Color::Black { c } else { c.to_ascii_lowercase() });
         s
     }
 }
@@ -377,18 +365,14 @@ impl Hand {
 
     #[inline]
     pub fn add(&mut self, pt: PieceType) {
-        let i = pt
-            .hand_index()
-            .expect("only unpromoted non-king pieces go in hand");
+        let i = pt.hand_index().expect("only unpromoted non-king pieces go in hand");
         debug_assert!(self.count_at(i) < HAND_MASK[i]);
         self.0 += 1 << HAND_SHIFT[i];
     }
 
     #[inline]
     pub fn remove(&mut self, pt: PieceType) {
-        let i = pt
-            .hand_index()
-            .expect("only unpromoted non-king pieces go in hand");
+        let i = pt.hand_index().expect("only unpromoted non-king pieces go in hand");
         debug_assert!(self.count_at(i) > 0);
         self.0 -= 1 << HAND_SHIFT[i];
     }
@@ -442,12 +426,7 @@ impl Move {
 
     #[inline]
     pub const fn new_drop(pt: PieceType, to: Square, color: Color) -> Move {
-        Move(
-            to.0 as u32
-                | (pt as u32) << 7
-                | Self::DROP_FLAG
-                | (Piece::new(color, pt).0 as u32) << 16,
-        )
+        Move(to.0 as u32 | (pt as u32) << 7 | Self::DROP_FLAG | (Piece::new(color, pt).0 as u32) << 16)
     }
 
     #[inline]
@@ -492,11 +471,7 @@ impl Move {
     #[inline]
     pub const fn moved_piece_after(self) -> Piece {
         let p = self.moved_piece();
-        if self.is_promotion() {
-            Piece(p.0 + 8)
-        } else {
-            p
-        }
+        if self.is_promotion() { Piece(p.0 + 8) } else { p }
     }
 
     /// The 16-bit encoding used by PackedSfenValue.
@@ -519,12 +494,7 @@ impl Move {
         if self.is_drop() {
             format!("{}*{}", self.drop_piece_type().sfen_char(), self.to())
         } else {
-            format!(
-                "{}{}{}",
-                self.from(),
-                self.to(),
-                if self.is_promotion() { "+" } else { "" }
-            )
+            format!("{}{}{}", self.from(), self.to(), if self.is_promotion() { "+" } else { "" })
         }
     }
 }
@@ -583,10 +553,7 @@ mod tests {
             Piece::new(Color::Black, PieceType::Pawn),
         );
         assert_eq!(m.to_usi(), "7g7f");
-        assert_eq!(
-            m.to_move16(),
-            (Square::new(6, 5).index() | Square::new(6, 6).index() << 7) as u16
-        );
+        assert_eq!(m.to_move16(), (Square::new(6, 5).index() | Square::new(6, 6).index() << 7) as u16);
         let d = Move::new_drop(PieceType::Pawn, Square::new(4, 4), Color::White);
         assert_eq!(d.to_usi(), "P*5e");
         assert_eq!(d.to_move16(), (40 | 1 << 7 | 1 << 14) as u16);
@@ -598,9 +565,6 @@ mod tests {
             Piece::new(Color::Black, PieceType::Bishop),
         );
         assert_eq!(p.to_usi(), "8h2b+");
-        assert_eq!(
-            p.moved_piece_after(),
-            Piece::new(Color::Black, PieceType::Horse)
-        );
+        assert_eq!(p.moved_piece_after(), Piece::new(Color::Black, PieceType::Horse));
     }
 }

@@ -20,11 +20,7 @@ static KEYS: LazyLock<Box<ZobristKeys>> = LazyLock::new(|| {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     };
-    let mut k = Box::new(ZobristKeys {
-        board: [[0; 81]; 32],
-        hand: [[[0; 19]; 7]; 2],
-        side: 0,
-    });
+    let mut k = Box::new(ZobristKeys { board: [[0; 81]; 32], hand: [[[0; 19]; 7]; 2], side: 0 });
     for piece in k.board.iter_mut() {
         for sq in piece.iter_mut() {
             *sq = next();
