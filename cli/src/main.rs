@@ -22,6 +22,8 @@ enum Command {
     /// Game records: check and convert CSA, KIF/KIFU, KI2 and USI-line files.
     #[command(subcommand)]
     Records(commands::records::RecordsCommand),
+    /// Evaluate a position: material + KPPT + patterns, from the side to move's view.
+    Eval(commands::eval::EvalArgs),
     /// Benchmarks that print figures (see BENCHMARKS.md).
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Command::Perft(args) => commands::perft::run(args),
         Command::Moves(args) => commands::moves::run(args),
         Command::Records(cmd) => commands::records::run(cmd),
+        Command::Eval(args) => commands::eval::run(args),
         Command::Bench(cmd) => commands::bench::run(cmd),
     };
     match result {

@@ -15,6 +15,19 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Evaluation: ns per differential update and per full recompute along random games,
+    /// with 0 patterns and with a pattern set (10,924 by default, the research's count).
+    Eval {
+        /// A pattern file; without it 10,924 size-3 patterns are extracted from the
+        /// openings file (or from the random games if it is missing).
+        #[arg(long)]
+        patterns: Option<std::path::PathBuf>,
+        /// Random games to replay (150 plies each).
+        #[arg(long, default_value_t = 300)]
+        games: usize,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 const MATSURI: &str = "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1";
@@ -53,5 +66,6 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
             }
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Eval { patterns, games, json } => super::bench_eval::run(patterns, games, json),
     }
 }

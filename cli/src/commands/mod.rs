@@ -1,4 +1,6 @@
 pub mod bench;
+mod bench_eval;
+pub mod eval;
 pub mod moves;
 pub mod perft;
 pub mod records;

@@ -1,0 +1,197 @@
+//! `keima bench eval`: the cost of the evaluation's differential update and full
+//! recomputation, with and without pattern features.
+
+use super::CommandResult;
+use engine_core::eval::patterns::{Band, ExtractConfig, PatternCounter, PatternSet, file as pattern_file};
+use engine_core::eval::{Evaluator, KpptTables};
+use engine_core::rules::{Move, Position};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+const OPENINGS: &str = "../shared/data/openings/records2016_10818.sfen";
+const RESEARCH_PATTERN_COUNT: usize = 10_924;
+
+fn random_games(count: usize, plies: usize) -> Vec<Vec<Move>> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut games = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut pos = Position::startpos();
+        let mut moves = Vec::with_capacity(plies);
+        for _ in 0..plies {
+            let list = pos.legal_moves();
+            if list.is_empty() {
+                break;
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let m = list[(x % list.len() as u64) as usize];
+            pos.do_move(m);
+            moves.push(m);
+        }
+        games.push(moves);
+    }
+    games
+}
+
+fn default_patterns(games: &[Vec<Move>]) -> (PatternSet, String) {
+    let mut counter =
+        PatternCounter::new(ExtractConfig { size: 3, relative: false, samples_per_position: 16, seed: 1 });
+    let source = match std::fs::read_to_string(OPENINGS) {
+        Ok(text) => {
+            for line in text.lines() {
+                let mut pos = Position::startpos();
+                for token in line.split_whitespace().skip(2) {
+                    match pos.parse_usi_move(token) {
+                        Ok(m) => {
+                            pos.do_move(m);
+                            counter.observe(&pos);
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            format!("extracted from {OPENINGS}")
+        }
+        Err(_) => {
+            for g in games {
+                let mut pos = Position::startpos();
+                for &m in g {
+                    pos.do_move(m);
+                    counter.observe(&pos);
+                }
+            }
+            "extracted from the random games".to_string()
+        }
+    };
+    let ex = counter.finish(Band { max_share: 0.05, min_count: 2, keep: RESEARCH_PATTERN_COUNT });
+    let n = ex.kept.len();
+    // Non-zero weights so that no work can be skipped.
+    let weights = (0..n).map(|i| (i as i32 % 61) - 30).collect();
+    (PatternSet::new(ex.kept.into_iter().map(|(p, _)| p).collect(), weights), source)
+}
+
+/// Replays every game forward (do_move + evaluate); returns (moves, seconds, checksum).
+/// Building each game's initial state is not timed.
+fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
+    let mut checksum = 0i64;
+    let mut moves = 0u64;
+    let mut total = 0f64;
+    for g in games {
+        let mut pos = Position::startpos();
+        let mut state = eval.new_state(&pos);
+        let start = Instant::now();
+        for &m in g {
+            let d = pos.do_move(m);
+            eval.do_move(&mut state, &d, &pos);
+            checksum += eval.evaluate(&state, &pos).eval as i64;
+            moves += 1;
+        }
+        total += start.elapsed().as_secs_f64();
+    }
+    (moves, total, checksum)
+}
+
+fn time_full(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
+    let mut checksum = 0i64;
+    let mut n = 0u64;
+    let mut total = 0f64;
+    for g in games {
+        let mut pos = Position::startpos();
+        for &m in g {
+            pos.do_move(m);
+            let start = Instant::now();
+            checksum += eval.evaluate_full(&pos).eval as i64;
+            total += start.elapsed().as_secs_f64();
+            n += 1;
+        }
+    }
+    (n, total, checksum)
+}
+
+pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult {
+    engine_core::rules::attacks::init();
+    let t = Instant::now();
+    let tables = Arc::new(KpptTables::random(1, 600));
+    tracing::info!("random KPPT tables built in {:.1} s", t.elapsed().as_secs_f64());
+    let games = random_games(games, 150);
+    let (set, source) = match patterns {
+        Some(path) => {
+            (pattern_file::load(&path).map_err(|e| e.to_string())?, format!("loaded from {}", path.display()))
+        }
+        None => default_patterns(&games),
+    };
+    let mut visited = 0usize;
+    let mut moves_seen = 0usize;
+    for g in &games {
+        let mut pos = Position::startpos();
+        for &m in g {
+            visited += set.entries_visited(&pos.do_move(m));
+            moves_seen += 1;
+        }
+    }
+    let entries_per_move = visited as f64 / moves_seen.max(1) as f64;
+    let kppt_only = Evaluator::with_kppt(tables.clone());
+    let mut with_patterns = Evaluator::with_kppt(tables);
+    let pattern_count = set.len();
+    with_patterns.patterns = Some(Arc::new(set));
+    // Warm up caches and page in the tables once.
+    let _ = time_updates(&kppt_only, &games[..games.len().min(20)]);
+    let mut patterns_only = Evaluator::material_only();
+    patterns_only.patterns = with_patterns.patterns.clone();
+    let material_only = Evaluator::material_only();
+    let (_, s_mat, _) = time_updates(&material_only, &games);
+    let (_, s_pat, _) = time_updates(&patterns_only, &games);
+    let pattern_ns = (s_pat - s_mat) * 1e9 / games.iter().map(|g| g.len()).sum::<usize>() as f64;
+    // Alternate the two runs and keep each one's best of three, so that neither pays for
+    // the other's cache misses.
+    let (mut secs0, mut secs1) = (f64::MAX, f64::MAX);
+    let (mut n, mut c0, mut c1) = (0, 0, 0);
+    for _ in 0..3 {
+        let (moves, s0, sum0) = time_updates(&kppt_only, &games);
+        let (_, s1, sum1) = time_updates(&with_patterns, &games);
+        (n, c0, c1) = (moves, sum0, sum1);
+        secs0 = secs0.min(s0);
+        secs1 = secs1.min(s1);
+    }
+    let (nf, full0, _) = time_full(&kppt_only, &games);
+    let (_, full1, _) = time_full(&with_patterns, &games);
+    let ns = |s: f64, n: u64| s * 1e9 / n as f64;
+    let ratio = secs1 / secs0;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "bench": "eval", "moves": n, "patterns": pattern_count, "pattern_source": source,
+                "update_ns_kppt": ns(secs0, n), "update_ns_with_patterns": ns(secs1, n),
+                "full_ns_kppt": ns(full0, nf), "full_ns_with_patterns": ns(full1, nf),
+                "evals_per_second_kppt": n as f64 / secs0, "evals_per_second_with_patterns": n as f64 / secs1,
+                "slowdown_with_patterns": ratio, "pattern_entries_per_move": entries_per_move, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
+            })
+        );
+    } else {
+        println!(
+            "{n} moves along {} random games; {pattern_count} patterns {source}; {entries_per_move:.0} index entries visited per move",
+            games.len()
+        );
+        println!("pattern update alone (patterns - material only): {pattern_ns:.0} ns per move");
+        println!(
+            "differential update + evaluate: KPPT {:>8.0} ns   KPPT+patterns {:>8.0} ns",
+            ns(secs0, n),
+            ns(secs1, n)
+        );
+        println!(
+            "full recompute:                 KPPT {:>8.0} ns   KPPT+patterns {:>8.0} ns",
+            ns(full0, nf),
+            ns(full1, nf)
+        );
+        println!(
+            "evaluations/s along games:      KPPT {:>8.0}      KPPT+patterns {:>8.0}      slowdown {ratio:.2}x",
+            n as f64 / secs0,
+            n as f64 / secs1
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
