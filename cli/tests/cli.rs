@@ -1,0 +1,73 @@
+//! The machine-readable outputs are a contract: tests parse them as JSON.
+
+use std::process::Command;
+
+fn keima(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_keima")).args(args).output().expect("run keima");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn perft_json() {
+    let (code, out, _) = keima(&["perft", "--sfen", "startpos", "--depth", "3", "--json"]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    assert_eq!(v["depth"], 3);
+    assert_eq!(v["nodes"], 25_470);
+    assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn perft_divide_json_sums() {
+    let (code, out, _) = keima(&["perft", "--depth", "2", "--divide", "--json"]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    let parts = v["divide"].as_object().unwrap();
+    assert_eq!(parts.len(), 30);
+    assert_eq!(parts.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), 900);
+    assert_eq!(v["nodes"], 900);
+}
+
+#[test]
+fn moves_json() {
+    let (code, out, _) = keima(&["moves", "--sfen", "7lk/9/8S/9/9/9/9/7L1/8K b P 1", "--json"]);
+    assert_eq!(code, 0);
+    let moves = json(&out)["moves"].as_array().unwrap().clone();
+    assert_eq!(moves.len(), 85);
+    assert!(!moves.contains(&serde_json::Value::from("P*1b")), "pawn-drop mate must be excluded");
+    assert!(moves.contains(&serde_json::Value::from("P*1d")));
+}
+
+#[test]
+fn bad_sfen_is_a_clear_error() {
+    let (code, out, err) = keima(&["moves", "--sfen", "lnsgkgsnl/9 b - 1"]);
+    assert_ne!(code, 0);
+    assert!(out.is_empty());
+    assert!(err.contains("--sfen") && err.contains("ranks"), "{err}");
+}
+
+#[test]
+fn eval_json_parts() {
+    let (code, out, _) = keima(&["eval", "--sfen", "4k4/9/9/9/9/9/9/9/4K4 w R 1", "--json"]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    assert_eq!(v["eval"], -990);
+    assert_eq!(v["material"], -990);
+    assert_eq!(v["kppt"], 0);
+    assert_eq!(v["patterns"], 0);
+}
+
+#[test]
+fn eval_with_missing_eval_dir_names_the_file() {
+    let (code, _, err) = keima(&["eval", "--eval", "/nonexistent-keima-dir", "--json"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("KK_synthesized.bin"), "{err}");
+}
