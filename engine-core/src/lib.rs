@@ -5,4 +5,5 @@
 pub mod eval;
 pub mod records;
 pub mod rules;
+pub mod search;
 pub mod teacher;

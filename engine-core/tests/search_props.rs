@@ -1,0 +1,116 @@
+//! Search soundness: only legal moves over thousands of random positions at several
+//! depths, determinism, repetition and perpetual check.
+
+use engine_core::eval::Evaluator;
+use engine_core::rules::{Move, Position};
+use engine_core::search::search::PERPETUAL_WIN;
+use engine_core::search::{Limits, Searcher, TranspositionTable};
+use std::sync::Arc;
+
+fn searcher() -> Searcher {
+    Searcher::new(Arc::new(Evaluator::material_only()), Arc::new(TranspositionTable::new(8)))
+}
+
+fn play(pos: &Position, moves: &str) -> Vec<Move> {
+    let mut p = *pos;
+    moves
+        .split_whitespace()
+        .map(|u| {
+            let m = p.parse_usi_move(u).unwrap();
+            p.do_move(m);
+            m
+        })
+        .collect()
+}
+
+#[test]
+fn best_moves_are_legal_in_random_positions() {
+    let mut x = 0xC0FFEEu64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut s = searcher();
+    let (mut searched, mut in_check, mut no_move) = (0, 0, 0);
+    for game in 0..100 {
+        let mut pos = Position::startpos();
+        for ply in 0..(20 + next() % 100) {
+            let l = pos.legal_moves();
+            if l.is_empty() {
+                break;
+            }
+            pos.do_move(l[(next() % l.len() as u64) as usize]);
+            if ply % 9 != 0 {
+                continue;
+            }
+            let limits = match searched % 4 {
+                0 => Limits::depth(1),
+                1 => Limits::depth(2),
+                2 => Limits::depth(3),
+                _ => Limits::nodes(3000),
+            };
+            s.set_position(&pos, &[]);
+            let r = s.go(limits, |_| {});
+            searched += 1;
+            in_check += pos.in_check() as u32;
+            if pos.legal_moves().is_empty() {
+                no_move += 1;
+                assert!(r.best_move.is_none());
+            } else if !r.declare_win {
+                assert!(
+                    pos.is_legal(r.best_move),
+                    "game {game}: {} illegal in {}",
+                    r.best_move,
+                    pos.to_sfen()
+                );
+                for (i, &m) in r.pv.iter().enumerate() {
+                    assert!(pos.is_legal(m) || i > 0, "pv head illegal");
+                }
+            }
+        }
+    }
+    println!("{searched} searches, {in_check} in check, {no_move} without moves");
+    assert!(searched > 700 && in_check > 10);
+}
+
+#[test]
+fn fixed_depth_and_node_searches_are_deterministic() {
+    let pos =
+        Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1").unwrap();
+    for limits in [Limits::depth(4), Limits::nodes(20_000)] {
+        let run = || {
+            let mut s = searcher();
+            s.set_position(&pos, &[]);
+            let r = s.go(limits, |_| {});
+            (r.best_move, r.score, r.nodes, r.pv)
+        };
+        assert_eq!(run(), run());
+    }
+}
+
+#[test]
+fn repetition_is_a_draw_for_the_side_that_is_behind() {
+    // Black is far behind; repeating the position is its best result.
+    let start = Position::from_sfen("4k4/9/9/9/9/9/9/9/4K4 b 2r2b4g 1").unwrap();
+    let history = play(&start, "5i5h 5a5b 5h5i 5b5a");
+    let mut s = searcher();
+    s.set_position(&start, &history);
+    let r = s.go(Limits::depth(3), |_| {});
+    assert_eq!(r.best_move.to_usi(), "5i5h", "score {} pv {:?}", r.score, r.pv);
+    assert_eq!(r.score, 0);
+}
+
+#[test]
+fn perpetual_check_is_avoided_by_the_checker() {
+    // Black, a rook up, has checked with every move since the position after 6i5i; giving
+    // the same check again would repeat it and lose.
+    let start = Position::from_sfen("3k5/9/9/9/9/9/9/9/R7K b - 1").unwrap();
+    let history = play(&start, "9i6i 6a5a 6i5i 5a6a 5i6i 6a5a");
+    let mut s = searcher();
+    s.set_position(&start, &history);
+    let r = s.go(Limits::depth(3), |_| {});
+    assert_ne!(r.best_move.to_usi(), "6i5i", "repeating the perpetual check loses");
+    assert!(r.score > 0 && r.score < PERPETUAL_WIN);
+}
