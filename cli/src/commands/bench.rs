@@ -15,6 +15,18 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Fast mate knowledge (research §5): nodes and time to find the mate on a fixed
+    /// suite of mating positions, with and without mate-in-1 at nodes and df-pn at the root.
+    Mate {
+        /// Positions in the (generated, seeded) suite.
+        #[arg(long, default_value_t = 40)]
+        positions: usize,
+        /// Node budget per position and configuration.
+        #[arg(long, default_value_t = 3_000_000)]
+        max_nodes: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluation: ns per differential update and per full recompute along random games,
     /// with 0 patterns and with a pattern set (10,924 by default, the research's count).
     Eval {
@@ -67,5 +79,8 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Eval { patterns, games, json } => super::bench_eval::run(patterns, games, json),
+        BenchCommand::Mate { positions, max_nodes, json } => {
+            super::bench_mate::run(positions, max_nodes, json)
+        }
     }
 }

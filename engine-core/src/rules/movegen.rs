@@ -166,6 +166,15 @@ impl Position {
 
     /// True when the side to move has at least one legal move.
     pub fn has_legal_move(&self) -> bool {
+        // A king step is the usual answer and cheap to find; generate everything otherwise.
+        let us = self.side_to_move();
+        if let Some(ksq) = self.king_square(us) {
+            let occ_without_king = self.occupied() ^ Bitboard::from_square(ksq);
+            let steps = king_attacks(ksq).and_not(self.pieces_of(us));
+            if steps.iter().any(|to| !self.is_attacked(us.opponent(), to, occ_without_king)) {
+                return true;
+            }
+        }
         let mut list = MoveList::new();
         self.generate_legal(&mut list);
         !list.is_empty()

@@ -26,14 +26,17 @@ impl Limits {
 pub struct SearchOptions {
     pub null_move: bool,
     pub lmr: bool,
-    /// Mate-in-1 detection at every node that is not in check.
+    /// Mate-in-1 detection at nodes near the horizon (off by default: `keima bench mate`
+    /// shows it costs more than it saves).
     pub mate1: bool,
     /// Entering-king declaration (27-point rule) counts as a win.
     pub declaration: bool,
+    /// Before deepening, run a df-pn mate search of this many nodes at the root (0: off).
+    pub root_mate_nodes: u64,
 }
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { null_move: true, lmr: true, mate1: true, declaration: true }
+        SearchOptions { null_move: true, lmr: true, mate1: false, declaration: true, root_mate_nodes: 0 }
     }
 }

@@ -6,7 +6,7 @@
 //! node count.
 
 use super::limits::{Limits, SearchOptions};
-use super::mate::mate_in_one;
+use super::mate::{DfPn, MateResult, mate_in_one};
 use super::tt::{Bound, TranspositionTable, TtEntry, tt_move};
 use crate::eval::material::piece_value;
 use crate::eval::{EvalState, Evaluator};
@@ -312,9 +312,11 @@ impl Searcher {
                 return s;
             }
         }
+        // Mate in one near the horizon, where finding it saves a ply of search.
         if self.options.mate1
             && !in_check
             && ply > 0
+            && depth <= 2
             && let Some(m) = mate_in_one(&self.pos)
         {
             self.pv[ply].push(m);
@@ -520,6 +522,29 @@ impl Searcher {
             return result;
         }
         result.best_move = root_moves[0];
+        if self.options.root_mate_nodes > 0 && !self.pos.in_check() {
+            let mut dfpn = DfPn::new(self.options.root_mate_nodes, 31);
+            let outcome = dfpn.search(&self.pos);
+            self.nodes += dfpn.nodes();
+            if let MateResult::Mate(line) = outcome {
+                result.best_move = line[0];
+                result.score = MATE - line.len() as i32;
+                result.depth = line.len() as i32;
+                result.pv = line;
+                result.nodes = self.nodes;
+                result.elapsed = self.start.elapsed();
+                on_iteration(&Info {
+                    depth: result.depth,
+                    seldepth: result.depth,
+                    score: result.score,
+                    nodes: self.nodes,
+                    elapsed: result.elapsed,
+                    hashfull: self.tt.hashfull(),
+                    pv: result.pv.clone(),
+                });
+                return result;
+            }
+        }
         let max_depth = limits.depth.unwrap_or(MAX_PLY as i32 - 10).clamp(1, MAX_PLY as i32 - 10);
         for depth in 1..=max_depth {
             let score = self.search(-INFINITE, INFINITE, depth, 0, false);
