@@ -110,23 +110,15 @@ impl std::ops::Index<usize> for MoveList {
 fn push_board_move(list: &mut MoveList, us: Color, piece: Piece, from: Square, to: Square) {
     let zone = Bitboard::promotion_zone(us);
     match piece.piece_type() {
-        PieceType::Pawn | PieceType::Lance => {
-            if Bitboard::dead_ranks(us, 1).contains(to) {
+        // Forward-only pieces must promote where they could never move again; a pawn or a
+        // lance can only enter the zone, so the zone test is on `to`.
+        pt @ (PieceType::Pawn | PieceType::Lance | PieceType::Knight) => {
+            let dead_depth = if pt == PieceType::Knight { 2 } else { 1 };
+            let promote_only = Bitboard::dead_ranks(us, dead_depth).contains(to);
+            if promote_only || zone.contains(to) {
                 list.push(Move::new_board(from, to, true, piece));
-            } else if zone.contains(to) {
-                list.push(Move::new_board(from, to, true, piece));
-                list.push(Move::new_board(from, to, false, piece));
-            } else {
-                list.push(Move::new_board(from, to, false, piece));
             }
-        }
-        PieceType::Knight => {
-            if Bitboard::dead_ranks(us, 2).contains(to) {
-                list.push(Move::new_board(from, to, true, piece));
-            } else if zone.contains(to) {
-                list.push(Move::new_board(from, to, true, piece));
-                list.push(Move::new_board(from, to, false, piece));
-            } else {
+            if !promote_only {
                 list.push(Move::new_board(from, to, false, piece));
             }
         }
