@@ -24,6 +24,9 @@ enum Command {
     Records(commands::records::RecordsCommand),
     /// Evaluate a position: material + KPPT + patterns, from the side to move's view.
     Eval(commands::eval::EvalArgs),
+    /// Pattern features: extraction by random counting over game records.
+    #[command(subcommand)]
+    Patterns(commands::patterns::PatternsCommand),
     /// Benchmarks that print figures (see BENCHMARKS.md).
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Moves(args) => commands::moves::run(args),
         Command::Records(cmd) => commands::records::run(cmd),
         Command::Eval(args) => commands::eval::run(args),
+        Command::Patterns(cmd) => commands::patterns::run(cmd),
         Command::Bench(cmd) => commands::bench::run(cmd),
     };
     match result {

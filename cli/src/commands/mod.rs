@@ -3,6 +3,7 @@ mod bench_eval;
 mod bench_mate;
 pub mod eval;
 pub mod moves;
+pub mod patterns;
 pub mod perft;
 pub mod records;
 
