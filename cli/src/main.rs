@@ -2,6 +2,7 @@
 //! command line and reports errors.
 
 mod commands;
+mod usi_client;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -30,6 +31,10 @@ enum Command {
     /// Benchmarks that print figures (see BENCHMARKS.md).
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
+    /// Run the engine with the USI protocol on stdin/stdout.
+    Usi(commands::usi::UsiArgs),
+    /// Play a match between two USI engines; CSA records, W/D/L and Elo.
+    Match(commands::match_cmd::MatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +52,8 @@ fn main() -> ExitCode {
         Command::Eval(args) => commands::eval::run(args),
         Command::Patterns(cmd) => commands::patterns::run(cmd),
         Command::Bench(cmd) => commands::bench::run(cmd),
+        Command::Usi(args) => commands::usi::run(args),
+        Command::Match(args) => commands::match_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -2,10 +2,12 @@ pub mod bench;
 mod bench_eval;
 mod bench_mate;
 pub mod eval;
+pub mod match_cmd;
 pub mod moves;
 pub mod patterns;
 pub mod perft;
 pub mod records;
+pub mod usi;
 
 /// Errors of a subcommand, already phrased for a person.
 pub type CommandResult = Result<std::process::ExitCode, String>;
