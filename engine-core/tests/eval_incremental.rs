@@ -35,7 +35,7 @@ fn random_pattern_set(seed: u64) -> PatternSet {
                 counter.observe(&pos);
             }
         }
-        let ex = counter.finish(Band { max_share: 0.9, min_count: 1, keep: 800 });
+        let ex = counter.finish(Band { max_share: 0.9, drop_top: 0, min_count: 1, keep: 800 });
         patterns.extend(ex.kept.into_iter().map(|(p, _)| p));
     }
     let weights = patterns.iter().map(|_| (rng.next() % 2001) as i32 - 1000).collect();

@@ -66,7 +66,8 @@ fn default_patterns(games: &[Vec<Move>]) -> (PatternSet, String) {
             "extracted from the random games".to_string()
         }
     };
-    let ex = counter.finish(Band { max_share: 0.05, min_count: 2, keep: RESEARCH_PATTERN_COUNT });
+    let ex =
+        counter.finish(Band { max_share: 0.05, drop_top: 1000, min_count: 2, keep: RESEARCH_PATTERN_COUNT });
     let n = ex.kept.len();
     // Non-zero weights so that no work can be skipped.
     let weights = (0..n).map(|i| (i as i32 % 61) - 30).collect();

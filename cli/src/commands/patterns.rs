@@ -25,6 +25,9 @@ pub struct ExtractArgs {
     /// Drop combinations seen in more than this share of positions (immobile pieces).
     #[arg(long, default_value_t = 0.05)]
     max_share: f64,
+    /// Drop the N most frequent combinations (immobile pieces such as corner lances).
+    #[arg(long, default_value_t = 1000)]
+    drop_top: usize,
     /// Drop combinations seen fewer times than this (noise).
     #[arg(long, default_value_t = 3)]
     min_count: u64,
@@ -60,8 +63,18 @@ pub fn run(cmd: PatternsCommand) -> CommandResult {
         ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}").expect("valid template"),
     );
     let mut games = 0u64;
+    let mut skipped_files = 0u64;
     for file in &files {
-        let records = engine_core::records::load_file(file).map_err(|e| e.to_string())?;
+        // A broken file is reported and skipped; it must not end a long extraction.
+        let records = match engine_core::records::load_file(file) {
+            Ok(r) => r,
+            Err(e) => {
+                bar.suspend(|| tracing::warn!("skipped: {e}"));
+                skipped_files += 1;
+                bar.inc(1);
+                continue;
+            }
+        };
         for record in &records {
             games += 1;
             let mut pos = record.start;
@@ -75,13 +88,24 @@ pub fn run(cmd: PatternsCommand) -> CommandResult {
         bar.set_message(format!("{games} games"));
     }
     bar.finish_and_clear();
-    let ex = counter.finish(Band { max_share: args.max_share, min_count: args.min_count, keep: args.keep });
+    let ex = counter.finish(Band {
+        max_share: args.max_share,
+        drop_top: args.drop_top,
+        min_count: args.min_count,
+        keep: args.keep,
+    });
     println!(
-        "{} games, {} positions, {} distinct combinations of {} pieces",
-        games, ex.positions, ex.distinct, args.size
+        "{} games from {} files ({skipped_files} unreadable files skipped), {} positions, {} distinct \
+         combinations of {} pieces",
+        games,
+        files.len(),
+        ex.positions,
+        ex.distinct,
+        args.size
     );
     println!(
-        "band: kept {} with counts {}..={} (dropped {} seen in > {:.1}% of positions, {} seen < {} times)",
+        "band: kept {} with counts {}..={} (dropped the {} most frequent (--drop-top / > {:.1}% of \
+         positions) and {} seen < {} times)",
         ex.kept.len(),
         ex.lower,
         ex.upper,

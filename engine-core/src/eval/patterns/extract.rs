@@ -22,6 +22,9 @@ pub struct ExtractConfig {
 pub struct Band {
     /// Drop combinations seen in more than this share of the observed positions.
     pub max_share: f64,
+    /// Also drop this many of the most frequent combinations (immobile pieces: a sampled
+    /// triple is rare in absolute terms, so a share alone does not catch them).
+    pub drop_top: usize,
     /// Drop combinations seen fewer times than this.
     pub min_count: u64,
     /// Keep at most this many (the most frequent inside the band).
@@ -101,7 +104,8 @@ impl PatternCounter {
         let mut all: Vec<(Pattern, u64)> = self.counts.into_iter().collect();
         all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let distinct = all.len();
-        let dropped_frequent = all.iter().take_while(|(_, c)| *c > upper_limit).count();
+        let over_share = all.iter().take_while(|(_, c)| *c > upper_limit).count();
+        let dropped_frequent = over_share.max(band.drop_top).min(all.len());
         let in_band: Vec<(Pattern, u64)> =
             all.into_iter().skip(dropped_frequent).filter(|(_, c)| *c >= band.min_count).collect();
         let dropped_rare = distinct - dropped_frequent - in_band.len();
