@@ -184,10 +184,11 @@ impl GameParser<'_> {
             }
             'N' => {
                 let rest = &trimmed[1..];
-                if let Some(name) = rest.strip_prefix('+') {
-                    self.rec.black_name = Some(name.to_string());
-                } else if let Some(name) = rest.strip_prefix('-') {
-                    self.rec.white_name = Some(name.to_string());
+                let name = |n: &str| (!n.trim().is_empty()).then(|| n.to_string());
+                if let Some(n) = rest.strip_prefix('+') {
+                    self.rec.black_name = name(n);
+                } else if let Some(n) = rest.strip_prefix('-') {
+                    self.rec.white_name = name(n);
                 } else {
                     return Err(self.err(None, format!("bad name line {trimmed:?}")));
                 }

@@ -236,6 +236,17 @@ struct KifParser<'a> {
     offset: Option<usize>,
     summary: Option<String>,
     line_no: usize,
+    /// An illegal last main-line move, accepted only if the record says that the game
+    /// ended by that illegal move (反則勝ち/反則負け next, or a comment or summary
+    /// mentioning 反則): the error, the move's text and number, and whether confirmed.
+    pending_illegal: Option<PendingIllegal>,
+}
+
+struct PendingIllegal {
+    error: RecordError,
+    text: String,
+    number: usize,
+    confirmed: bool,
 }
 
 pub(crate) fn parse_kif_like(text: &str, file: &str, ki2: bool) -> Result<Vec<GameRecord>, RecordError> {
@@ -256,6 +267,7 @@ pub(crate) fn parse_kif_like(text: &str, file: &str, ki2: bool) -> Result<Vec<Ga
         offset: None,
         summary: None,
         line_no: 0,
+        pending_illegal: None,
     };
     for (i, raw) in text.lines().enumerate() {
         p.line_no = i + 1;
@@ -275,6 +287,11 @@ impl KifParser<'_> {
             return Ok(());
         }
         if let Some(c) = t.strip_prefix('*') {
+            if let Some(p) = &mut self.pending_illegal
+                && c.contains("反則")
+            {
+                p.confirmed = true;
+            }
             if self.cur == 0
                 && let Some(m) = self.rec.moves.last_mut()
             {
@@ -286,6 +303,11 @@ impl KifParser<'_> {
             return self.variation(rest);
         }
         if t.starts_with("まで") {
+            if let Some(p) = &mut self.pending_illegal
+                && t.contains("反則")
+            {
+                p.confirmed = true;
+            }
             if self.cur == 0 {
                 self.summary = Some(t.to_string());
             }
@@ -409,11 +431,15 @@ impl KifParser<'_> {
         let rest = rest.trim_start_matches(['▲', '△', '☗', '☖', '▽']);
         self.establish()?;
         let l = &self.lines[self.cur];
+        if l.ended && special_move(rest).is_some() {
+            // A second special move (e.g. 投了 then 中断): the first one stands.
+            return Ok(());
+        }
         let ply = l.start_ply + l.moves.len();
         if self.cur == 0 && self.offset.is_none() {
             self.offset = Some(number.saturating_sub(1));
         }
-        let expected = ply + self.offset.unwrap_or(0);
+        let expected = ply + self.offset.unwrap_or(0) + usize::from(self.pending_illegal.is_some());
         if number != expected {
             return Err(self.err(Some(number), format!("expected move number {expected}")));
         }
@@ -446,11 +472,31 @@ impl KifParser<'_> {
     /// Plays one written move (or special move) on the current line.
     fn play_text(&mut self, text: &str, number: usize, color: Option<Color>) -> Result<(), RecordError> {
         let n = Some(number);
+        let special = special_move(text);
+        if let Some(p) = self.pending_illegal.take() {
+            // Only "the previous move was illegal" may follow an illegal move.
+            let ends_by_foul = matches!(
+                &special,
+                Some(
+                    Special::SideWins(ResultReason::IllegalMove)
+                        | Special::SideLoses(ResultReason::IllegalMove)
+                )
+            );
+            if !ends_by_foul {
+                return Err(p.error);
+            }
+            self.accept_illegal(p);
+            return Ok(());
+        }
         if self.lines[self.cur].ended {
+            if special.is_some() {
+                // A second special move (e.g. 投了 then 中断): the first one stands.
+                return Ok(());
+            }
             return Err(self.err(n, format!("move {text:?} after the end of the game")));
         }
         let side = self.pos.side_to_move();
-        if let Some(special) = special_move(text) {
+        if let Some(special) = special {
             self.lines[self.cur].ended = true;
             if self.cur == 0 {
                 let (outcome, reason) = match special {
@@ -466,7 +512,22 @@ impl KifParser<'_> {
             return Err(self.err(n, format!("{text:?}: not this side's turn")));
         }
         let (jm, rest) = parse_ja_move(text, self.last_to).map_err(|e| self.err(n, e))?;
-        let mv = resolve(&self.pos, &jm).map_err(|e| self.err(n, format!("{text:?}: {e}")))?;
+        let mv = match resolve(&self.pos, &jm) {
+            Ok(mv) => mv,
+            Err(e) => {
+                let error = self.err(n, format!("{text:?}: {e}"));
+                if self.cur != 0 {
+                    return Err(error);
+                }
+                self.pending_illegal = Some(PendingIllegal {
+                    error,
+                    text: text.split_whitespace().next().unwrap_or("").to_string(),
+                    number,
+                    confirmed: false,
+                });
+                return Ok(());
+            }
+        };
         self.pos.do_move(mv);
         self.last_to = Some(mv.to());
         self.lines[self.cur].moves.push(mv);
@@ -478,7 +539,29 @@ impl KifParser<'_> {
         Ok(())
     }
 
+    /// Ends the main line with a loss for the side that played the illegal move `p`
+    /// (which is left out of the main line and noted in the headers).
+    fn accept_illegal(&mut self, p: PendingIllegal) {
+        let mover = self.pos.side_to_move();
+        self.rec.result = GameResult::new(Outcome::loss_for(mover), ResultReason::IllegalMove);
+        self.rec.headers.push(("illegal_move".to_string(), format!("{} {}", p.number, p.text)));
+        self.lines[0].ended = true;
+    }
+
+    /// Resolves a pending illegal move at a 変化 line or the end of the file.
+    fn settle_illegal(&mut self) -> Result<(), RecordError> {
+        match self.pending_illegal.take() {
+            Some(p) if p.confirmed => {
+                self.accept_illegal(p);
+                Ok(())
+            }
+            Some(p) => Err(p.error),
+            None => Ok(()),
+        }
+    }
+
     fn variation(&mut self, rest: &str) -> Result<(), RecordError> {
+        self.settle_illegal()?;
         self.establish()?;
         let digits: String = rest
             .chars()
@@ -516,19 +599,28 @@ impl KifParser<'_> {
         Ok(())
     }
 
-    /// The first `n` moves of line `i` from the start position.
+    /// The first `n` moves of line `i` from the start position (iterative: variations
+    /// may nest arbitrarily deep in hostile input).
     fn prefix(&self, i: usize, n: usize) -> Vec<Move> {
-        let l = &self.lines[i];
-        let mut v = match l.parent {
-            Some(p) => self.prefix(p, l.start_ply - 1),
-            None => Vec::new(),
-        };
-        let own = n.saturating_sub(l.start_ply - 1).min(l.moves.len());
-        v.extend_from_slice(&l.moves[..own]);
+        // Collect (line, how many of its own moves) from line `i` up to the main line.
+        let mut segments = Vec::new();
+        let (mut idx, mut upto) = (Some(i), n);
+        while let Some(k) = idx {
+            let l = &self.lines[k];
+            let own = upto.saturating_sub(l.start_ply - 1).min(l.moves.len());
+            segments.push((k, own));
+            upto = l.start_ply - 1;
+            idx = l.parent;
+        }
+        let mut v = Vec::new();
+        for &(k, own) in segments.iter().rev() {
+            v.extend_from_slice(&self.lines[k].moves[..own]);
+        }
         v
     }
 
     fn finish(mut self) -> Result<GameRecord, RecordError> {
+        self.settle_illegal()?;
         self.establish()?;
         if let Some(s) = self.summary.take() {
             let main = &self.lines[0];
@@ -626,6 +718,22 @@ mod tests {
         assert_eq!((e.line, e.move_number), (2, Some(2)));
         let e = parse_kif("1 ７六歩(77)\n3 ３四歩(33)\n", "f.kif").unwrap_err();
         assert_eq!(e.move_number, Some(3));
+    }
+
+    #[test]
+    fn illegal_last_move_only_with_a_foul_note() {
+        // Without a note the illegal move is an error.
+        let e = parse_kif("1 ７六歩(77)\n2 ３四歩(33)\n3 ５五飛(28)\n", "f").unwrap_err();
+        assert_eq!((e.line, e.move_number), (3, Some(3)));
+        // Followed by more moves: still an error.
+        assert!(parse_kif("1 ７六歩(77)\n2 ３五歩(33)\n3 反則勝ち\n4 ２六歩(27)\n", "f").is_err());
+        assert!(parse_kif("1 ７六歩(77)\n2 ３五歩(33)\n3 投了\n", "f").is_err());
+        let g = one("1 ７六歩(77)\n2 ３五歩(33)\n3 反則勝ち\n");
+        assert_eq!(g.moves.len(), 1);
+        assert_eq!(g.result, GameResult::new(Outcome::BlackWin, ResultReason::IllegalMove));
+        let g = one("1 ７六歩(77)\n2 ３四歩(33)\n3 ５五飛(28)\n*反則手にて終局\n");
+        assert_eq!(g.moves.len(), 2);
+        assert_eq!(g.result, GameResult::new(Outcome::WhiteWin, ResultReason::IllegalMove));
     }
 
     #[test]

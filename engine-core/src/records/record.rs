@@ -194,17 +194,27 @@ impl GameRecord {
     }
 
     /// The moves of branch `index` from the start position: the parent line's moves before
-    /// the fork followed by the branch's own moves. `None` for a bad index.
+    /// the fork followed by the branch's own moves. `None` for a bad index or a parent
+    /// that does not come before its child.
     pub fn branch_line(&self, index: usize) -> Option<Vec<Move>> {
-        let b = self.branches.get(index)?;
-        let mut line = match b.parent {
-            None => self.main_line(),
-            // Parents always come before their children, so this recursion ends.
-            Some(p) if p < index => self.branch_line(p)?,
-            Some(_) => return None,
-        };
-        line.truncate(b.ply.saturating_sub(1));
-        line.extend_from_slice(&b.moves);
+        // Walk up to the main line, remembering each line and where its child forks.
+        let mut chain = Vec::new();
+        let mut idx = index;
+        loop {
+            let b = self.branches.get(idx)?;
+            chain.push(idx);
+            match b.parent {
+                None => break,
+                Some(p) if p < idx => idx = p,
+                Some(_) => return None,
+            }
+        }
+        let mut line = self.main_line();
+        for &k in chain.iter().rev() {
+            let b = &self.branches[k];
+            line.truncate(b.ply.saturating_sub(1));
+            line.extend_from_slice(&b.moves);
+        }
         Some(line)
     }
 
