@@ -1,6 +1,7 @@
 //! `keima match` with keima against itself: a short, fast match that writes CSA records.
 
 use engine_core::play::match_stats::csa_piece;
+use engine_core::records::{Outcome, load_file};
 use engine_core::rules::{PieceType, Position, Square};
 use std::path::PathBuf;
 use std::process::Command;
@@ -17,9 +18,8 @@ fn square(file: u8, rank: u8) -> Square {
 }
 
 /// Replays a CSA record written by `keima match` (standard start `PI`, moves, end) and
-/// returns the number of moves. A minimal reader for this test only.
-// TODO(records): when `engine_core::records::load_file` lands, also load each file with it
-// and compare its moves with this replay.
+/// returns the number of moves. A minimal reader for this test only, independent of
+/// `engine_core::records` (which the test also uses).
 fn replay_csa(text: &str) -> usize {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("V2.2"));
@@ -100,7 +100,23 @@ fn match_self() {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let plies = replay_csa(&text);
         assert!((4..=60).contains(&plies), "{plies} plies in {}", path.display());
-        assert_eq!(plies as u64, results[g - 1]["plies"].as_u64().unwrap());
+        let r = &results[g - 1];
+        assert_eq!(plies as u64, r["plies"].as_u64().unwrap());
+        // The project's CSA parser reads the file, replays it and finds the same result.
+        let games = load_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(games.len(), 1);
+        let rec = &games[0];
+        assert_eq!(rec.moves.len(), plies);
+        assert!(rec.start == Position::startpos());
+        assert!(rec.black_name.is_some() && rec.white_name.is_some());
+        let engine1_black = r["engine1_color"] == "black";
+        let expected = match r["result"].as_str().unwrap() {
+            "draw" => Outcome::Draw,
+            "win" if engine1_black => Outcome::BlackWin,
+            "loss" if !engine1_black => Outcome::BlackWin,
+            _ => Outcome::WhiteWin,
+        };
+        assert_eq!(rec.result.outcome, expected, "{}", path.display());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

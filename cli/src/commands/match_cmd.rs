@@ -224,7 +224,7 @@ pub fn run(args: MatchArgs) -> CommandResult {
 }
 
 fn elo_json(v: f64) -> serde_json::Value {
-    if v.is_finite() { json!((v * 10.0).round() / 10.0) } else { json!(format_elo(v)) }
+    if v.is_finite() { json!((v * 10.0).round() / 10.0 + 0.0) } else { json!(format_elo(v)) }
 }
 
 fn summary_json(
