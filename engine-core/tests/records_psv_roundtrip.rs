@@ -12,7 +12,7 @@ fn record_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for p in entries {
         if p.is_dir() {
             record_files(&p, out);
-        } else if !p.extension().is_some_and(|e| e == "json") {
+        } else if p.extension().is_none_or(|e| e != "json") {
             out.push(p);
         }
     }
