@@ -105,8 +105,11 @@ fn jkf_square(v: &Value) -> Square {
     Square::new(x - 1, y - 1)
 }
 
-/// (from, to, piece before the move, promote) of a JKF `move` object.
-fn jkf_move(m: &Value) -> (Option<Square>, Square, PieceType, bool) {
+/// (from, to, piece before the move, promote); `from` is `None` for a drop.
+type MoveKey = (Option<Square>, Square, PieceType, bool);
+
+/// The `MoveKey` of a JKF `move` object.
+fn jkf_move(m: &Value) -> MoveKey {
     let from = m.get("from").map(jkf_square);
     (
         from,
@@ -116,7 +119,7 @@ fn jkf_move(m: &Value) -> (Option<Square>, Square, PieceType, bool) {
     )
 }
 
-fn our_move(m: Move) -> (Option<Square>, Square, PieceType, bool) {
+fn our_move(m: Move) -> MoveKey {
     if m.is_drop() {
         (None, m.to(), m.drop_piece_type(), false)
     } else {
@@ -125,11 +128,7 @@ fn our_move(m: Move) -> (Option<Square>, Square, PieceType, bool) {
 }
 
 /// Flattens JKF forks into (ply, first move or None for a special-only fork).
-fn jkf_forks(
-    list: &[Value],
-    first_ply: usize,
-    out: &mut Vec<(usize, Option<(Option<Square>, Square, PieceType, bool)>)>,
-) {
+fn jkf_forks(list: &[Value], first_ply: usize, out: &mut Vec<(usize, Option<MoveKey>)>) {
     for (k, entry) in list.iter().enumerate() {
         let ply = first_ply + k;
         if let Some(forks) = entry.get("forks").and_then(|f| f.as_array()) {
@@ -397,4 +396,16 @@ fn kif_details() {
     assert_eq!((forks.branches[2].ply, forks.branches[2].parent), (9, Some(1)));
     assert_eq!(forks.moves.len(), 12);
     assert_eq!(forks.result.outcome, Outcome::Unknown);
+}
+
+#[test]
+fn openings_file_as_usi_lines() {
+    let path = records_dir().join("../openings/records2016_10818.sfen");
+    let games = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(games.len(), 10_831);
+    for g in &games {
+        assert_eq!(g.moves.len(), 24);
+        assert_eq!(g.result.reason, ResultReason::NoEndMarker);
+        assert!(g.to_usi_line().starts_with("startpos moves "));
+    }
 }
