@@ -201,7 +201,11 @@ pub(crate) fn resolve(pos: &Position, m: &JaMove) -> Result<Move, String> {
         let f = mv.from().file() as i32;
         if us == Color::Black { -f } else { f }
     };
-    for &w in &m.relative {
+    // Direction words first, then 右/左 among what is left ("左上": the left one of the
+    // pieces moving up).
+    let mut words = m.relative.clone();
+    words.sort_by_key(|&w| matches!(w, '右' | '左'));
+    for w in words {
         match w {
             '上' => cands.retain(|mv| fwd(mv) > 0),
             '引' => cands.retain(|mv| fwd(mv) < 0),
@@ -277,6 +281,12 @@ mod tests {
         // Gold 5i to 4i? 4i reachable from 5i (寄) and 4h (引).
         assert_eq!(usi(&pos, "４九金寄", None), "5i4i");
         assert_eq!(usi(&pos, "４九金引", None), "4h4i");
+        // Silvers on 6i, 6g and 4i to 5h: 左上 is the 6i silver, 左引 the 6g one.
+        let pos = Position::from_sfen("4k4/9/9/9/9/9/3S5/9/3S1S2K b - 1").unwrap();
+        assert_eq!(usi(&pos, "５八銀左上", None), "6i5h");
+        assert_eq!(usi(&pos, "５八銀上左", None), "6i5h");
+        assert_eq!(usi(&pos, "５八銀引", None), "6g5h");
+        assert_eq!(usi(&pos, "５八銀右", None), "4i5h");
         // A drop written without 打 when no piece can move there.
         let pos = Position::from_sfen("4k4/9/9/9/9/9/9/9/4K4 b G 1").unwrap();
         assert_eq!(usi(&pos, "５五金", None), "G*5e");
