@@ -1,0 +1,755 @@
+//! Teacher generation: self-play games and replayed game records, each position searched
+//! to a fixed depth or node count and turned into a [`PackedSfenValue`].
+//!
+//! No file-path policy lives here: the caller passes [`Worker`]s (a searcher with its own
+//! transposition table) and a [`Sink`] for the records (a [`ShardWriter`], a `Vec`, ...).
+//!
+//! ## Conventions of the records written
+//!
+//! - `score`: the search score from the side to move's view, clamped to
+//!   `±eval_limit` (and to the `i16` range).
+//! - `mv`: the search's best move (Move16); 0 only when the search found no move (a
+//!   declaration-win position of a replayed record).
+//! - `game_ply`: `pos.ply()`, the SFEN move number (1 at the start position).
+//! - `game_result`: the final result of the game from the side to move's view: +1 won,
+//!   -1 lost, 0 draw.
+//!
+//! Skipped (and counted): positions with `ply < write_minply`, positions in check, positions
+//! where a random opening move was played (not searched), duplicates (same Zobrist key as a
+//! record already written in this run; a bounded [`KeyFilter`]).
+//!
+//! ## Self-play game end
+//!
+//! Checked before every move with [`Game::outcome`]: no legal move (the side to move
+//! loses), fourfold repetition (draw) or perpetual check (the checker loses), entering-king
+//! declaration (the declarer wins), `max_ply` moves from the game's start position (draw).
+//! After each search, `|score| >= eval_limit` adjudicates the game for the side the score
+//! favours (that position is still written, with its clamped score).
+//!
+//! ## Determinism
+//!
+//! Game `i` of a run uses its own PRNG seeded from `(seed, i)`; the worker's transposition
+//! table and history/killer heuristics are cleared before each game; searches use a fixed
+//! depth or node count only. So game `i` is the same whichever thread plays it, and
+//! [`run_games`] hands finished games to the sink in game order: the output is byte-identical
+//! for the same seed, settings and hash size, whatever the thread count.
+
+use super::psv::PackedSfenValue;
+use super::shard::ShardWriter;
+use crate::eval::Evaluator;
+use crate::records::{GameRecord, Outcome};
+use crate::rules::game::{Game, GameEnd, GameRules};
+use crate::rules::{Color, Move, Position};
+use crate::search::{Limits, Searcher, TranspositionTable};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+
+// ---------------------------------------------------------------------------------------
+// PRNG
+// ---------------------------------------------------------------------------------------
+
+/// SplitMix64's output function: a strong 64-bit mixer.
+pub fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The seed of game `index` of a run seeded with `seed`.
+pub fn game_seed(seed: u64, index: u64) -> u64 {
+    mix64(mix64(seed) ^ index.wrapping_mul(0xd1b5_4a32_d192_ed03))
+}
+
+/// xoshiro256** (public-domain algorithm by Blackman and Vigna), seeded through SplitMix64.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        let mut x = seed;
+        let mut s = [0u64; 4];
+        for v in &mut s {
+            *v = mix64(x);
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        }
+        Rng { s }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = self.s[1] << 17;
+        self.s[2] ^= self.s[0];
+        self.s[3] ^= self.s[1];
+        self.s[1] ^= self.s[2];
+        self.s[0] ^= self.s[3];
+        self.s[2] ^= t;
+        self.s[3] = self.s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `0..n` (`n > 0`; multiply-shift, bias below 2^-50 for small `n`).
+    pub fn below(&mut self, n: usize) -> usize {
+        debug_assert!(n > 0);
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------
+
+/// How far each position is searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchLimit {
+    Depth(i32),
+    Nodes(u64),
+}
+
+impl SearchLimit {
+    pub fn limits(self) -> Limits {
+        match self {
+            SearchLimit::Depth(d) => Limits::depth(d),
+            SearchLimit::Nodes(n) => Limits::nodes(n),
+        }
+    }
+}
+
+/// What to do with a record whose result is unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownResult {
+    /// Skip the whole game (counted in `GensfenStats::skipped_unknown_result_games`).
+    #[default]
+    Skip,
+    /// Write its positions with game result 0.
+    Draw,
+}
+
+/// Settings shared by self-play and record replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GensfenConfig {
+    pub limit: SearchLimit,
+    /// Scores are clamped to ±eval_limit; in self-play, `|score| >= eval_limit` ends the game.
+    pub eval_limit: i32,
+    /// Positions with `ply() < write_minply` (SFEN move number) are not written.
+    pub write_minply: u32,
+    /// Self-play: a game reaching this many moves from its start position is a draw.
+    pub max_ply: u32,
+    /// Self-play: how many uniformly random legal moves to play per game ...
+    pub random_moves: u32,
+    /// ... at distinct plies (SFEN move numbers) drawn from `random_min_ply..=random_max_ply`.
+    pub random_min_ply: u32,
+    pub random_max_ply: u32,
+    /// Record replay: what to do with games whose result is unknown.
+    pub unknown_result: UnknownResult,
+    /// log2 of the number of slots of the duplicate filter (see [`KeyFilter`]).
+    pub dedupe_bits: u32,
+    pub seed: u64,
+}
+
+impl Default for GensfenConfig {
+    fn default() -> Self {
+        GensfenConfig {
+            limit: SearchLimit::Depth(2),
+            eval_limit: 3000,
+            write_minply: 16,
+            max_ply: 256,
+            random_moves: 0,
+            random_min_ply: 1,
+            random_max_ply: 24,
+            unknown_result: UnknownResult::Skip,
+            dedupe_bits: 22,
+            seed: 0,
+        }
+    }
+}
+
+/// A self-play start: a position and moves played from it before searching begins.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opening {
+    pub start: Position,
+    pub moves: Vec<Move>,
+}
+
+impl Opening {
+    pub fn startpos() -> Opening {
+        Opening { start: Position::startpos(), moves: Vec::new() }
+    }
+
+    /// The main line of a game record (all its moves).
+    pub fn from_record(record: &GameRecord) -> Opening {
+        Opening { start: record.start, moves: record.main_line() }
+    }
+
+    /// Parses `startpos [moves ...]` or `sfen <4 fields> [moves ...]` (optionally after
+    /// `position`); every move must be legal.
+    pub fn parse_usi(line: &str) -> Result<Opening, String> {
+        let rec = crate::records::parse_usi_line(line, "opening", 1).map_err(|e| e.to_string())?;
+        Ok(Opening::from_record(&rec))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Statistics
+// ---------------------------------------------------------------------------------------
+
+/// Counters of a run (or of one game). `merge` adds two of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GensfenStats {
+    /// Games played or replayed (skipped games not included).
+    pub games: u64,
+    /// Records the sink accepted.
+    pub positions_written: u64,
+    /// Positions searched.
+    pub positions_searched: u64,
+    pub skipped_min_ply: u64,
+    pub skipped_in_check: u64,
+    /// Positions where a random move was played instead of a search.
+    pub skipped_random_move: u64,
+    /// Same key as a record already written in this run.
+    pub duplicates: u64,
+    /// Records the sink refused (invalid; should stay 0).
+    pub rejected: u64,
+    /// Record replay: games skipped because their result is unknown.
+    pub skipped_unknown_result_games: u64,
+    pub black_wins: u64,
+    pub white_wins: u64,
+    pub draws: u64,
+    /// Sum of game lengths in moves from the start position (openings included).
+    pub total_plies: u64,
+    pub nodes: u64,
+    pub end_no_legal_move: u64,
+    pub end_repetition: u64,
+    pub end_perpetual_check: u64,
+    pub end_declaration: u64,
+    pub end_max_ply: u64,
+    pub end_eval_limit: u64,
+}
+
+impl GensfenStats {
+    pub fn merge(&mut self, o: &GensfenStats) {
+        self.games += o.games;
+        self.positions_written += o.positions_written;
+        self.positions_searched += o.positions_searched;
+        self.skipped_min_ply += o.skipped_min_ply;
+        self.skipped_in_check += o.skipped_in_check;
+        self.skipped_random_move += o.skipped_random_move;
+        self.duplicates += o.duplicates;
+        self.rejected += o.rejected;
+        self.skipped_unknown_result_games += o.skipped_unknown_result_games;
+        self.black_wins += o.black_wins;
+        self.white_wins += o.white_wins;
+        self.draws += o.draws;
+        self.total_plies += o.total_plies;
+        self.nodes += o.nodes;
+        self.end_no_legal_move += o.end_no_legal_move;
+        self.end_repetition += o.end_repetition;
+        self.end_perpetual_check += o.end_perpetual_check;
+        self.end_declaration += o.end_declaration;
+        self.end_max_ply += o.end_max_ply;
+        self.end_eval_limit += o.end_eval_limit;
+    }
+
+    /// Average game length in moves (0 without games).
+    pub fn average_plies(&self) -> f64 {
+        if self.games == 0 { 0.0 } else { self.total_plies as f64 / self.games as f64 }
+    }
+
+    fn count_winner(&mut self, winner: Option<Color>) {
+        match winner {
+            Some(Color::Black) => self.black_wins += 1,
+            Some(Color::White) => self.white_wins += 1,
+            None => self.draws += 1,
+        }
+    }
+
+    fn count_end(&mut self, end: GameEnd) {
+        match end {
+            GameEnd::NoLegalMove => self.end_no_legal_move += 1,
+            GameEnd::Repetition => self.end_repetition += 1,
+            GameEnd::PerpetualCheck => self.end_perpetual_check += 1,
+            GameEnd::Declaration => self.end_declaration += 1,
+            GameEnd::MaxPlies => self.end_max_ply += 1,
+        }
+    }
+}
+
+impl std::fmt::Display for GensfenStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} games (B {} / W {} / D {}, avg {:.1} plies), {} positions written, {} duplicates, \
+             skipped: {} below min ply, {} in check, {} random moves, {} unknown-result games; \
+             {} rejected, {} nodes",
+            self.games,
+            self.black_wins,
+            self.white_wins,
+            self.draws,
+            self.average_plies(),
+            self.positions_written,
+            self.duplicates,
+            self.skipped_min_ply,
+            self.skipped_in_check,
+            self.skipped_random_move,
+            self.skipped_unknown_result_games,
+            self.rejected,
+            self.nodes
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Sinks and the duplicate filter
+// ---------------------------------------------------------------------------------------
+
+/// Where records go. `write` returns `Ok(false)` when the record was refused.
+pub trait Sink {
+    fn write(&mut self, psv: &PackedSfenValue) -> io::Result<bool>;
+}
+
+impl Sink for ShardWriter {
+    fn write(&mut self, psv: &PackedSfenValue) -> io::Result<bool> {
+        ShardWriter::write(self, psv)
+    }
+}
+
+impl Sink for Vec<PackedSfenValue> {
+    fn write(&mut self, psv: &PackedSfenValue) -> io::Result<bool> {
+        self.push(*psv);
+        Ok(true)
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    fn write(&mut self, psv: &PackedSfenValue) -> io::Result<bool> {
+        (**self).write(psv)
+    }
+}
+
+/// A bounded, direct-mapped set of position keys: slot `key & mask` remembers the last key
+/// stored there. A key is a duplicate when its slot holds it; a collision forgets the
+/// older key (so a duplicate may rarely pass, never a false duplicate except key 0, which
+/// is never reported). Deterministic for a given insertion order.
+pub struct KeyFilter {
+    slots: Vec<u64>,
+    mask: u64,
+}
+
+impl KeyFilter {
+    /// `2^bits` slots (8 bytes each); `bits` is clamped to 4..=32.
+    pub fn new(bits: u32) -> KeyFilter {
+        let n = 1usize << bits.clamp(4, 32);
+        KeyFilter { slots: vec![0; n], mask: n as u64 - 1 }
+    }
+
+    /// Inserts `key`; `true` if it was already present.
+    pub fn check_and_insert(&mut self, key: u64) -> bool {
+        let slot = &mut self.slots[(key & self.mask) as usize];
+        if *slot == key && key != 0 {
+            return true;
+        }
+        *slot = key;
+        false
+    }
+}
+
+/// A record waiting to be filtered and written.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate {
+    pub key: u64,
+    pub psv: PackedSfenValue,
+}
+
+/// Everything one game produced.
+#[derive(Clone, Debug, Default)]
+pub struct GameBatch {
+    pub records: Vec<Candidate>,
+    /// Counters of this game (`positions_written` and `duplicates` are filled in by the
+    /// [`Collector`]).
+    pub stats: GensfenStats,
+}
+
+/// Applies the duplicate filter and writes batches to a sink, in the order given.
+pub struct Collector<S: Sink> {
+    sink: S,
+    filter: KeyFilter,
+    stats: GensfenStats,
+}
+
+impl<S: Sink> Collector<S> {
+    pub fn new(sink: S, dedupe_bits: u32) -> Collector<S> {
+        Collector { sink, filter: KeyFilter::new(dedupe_bits), stats: GensfenStats::default() }
+    }
+
+    pub fn push(&mut self, batch: &GameBatch) -> io::Result<()> {
+        self.stats.merge(&batch.stats);
+        for c in &batch.records {
+            if self.filter.check_and_insert(c.key) {
+                self.stats.duplicates += 1;
+            } else if self.sink.write(&c.psv)? {
+                self.stats.positions_written += 1;
+            } else {
+                self.stats.rejected += 1;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn stats(&self) -> &GensfenStats {
+        &self.stats
+    }
+
+    pub fn into_parts(self) -> (S, GensfenStats) {
+        (self.sink, self.stats)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Workers and games
+// ---------------------------------------------------------------------------------------
+
+/// A searcher with its own transposition table.
+pub struct Worker {
+    pub searcher: Searcher,
+    tt: Arc<TranspositionTable>,
+}
+
+impl Worker {
+    pub fn new(evaluator: Arc<Evaluator>, hash_mib: usize) -> Worker {
+        let tt = Arc::new(TranspositionTable::new(hash_mib));
+        Worker { searcher: Searcher::new(evaluator, tt.clone()), tt }
+    }
+
+    /// A worker over an existing searcher and the table it uses.
+    pub fn from_parts(searcher: Searcher, tt: Arc<TranspositionTable>) -> Worker {
+        Worker { searcher, tt }
+    }
+
+    /// Clears the table and the move-ordering heuristics (before each game).
+    pub fn reset(&mut self) {
+        self.tt.clear();
+        self.searcher.clear_heuristics();
+    }
+}
+
+fn clamp_score(score: i32, eval_limit: i32) -> i16 {
+    let lim = eval_limit.clamp(1, i16::MAX as i32);
+    score.clamp(-lim, lim) as i16
+}
+
+fn result_for(winner: Option<Color>, stm: Color) -> i8 {
+    match winner {
+        None => 0,
+        Some(c) if c == stm => 1,
+        Some(_) => -1,
+    }
+}
+
+/// A searched position waiting for the game's result.
+struct Pending {
+    pos: Position,
+    mv: Option<Move>,
+    score: i16,
+}
+
+fn finish_batch(pending: Vec<Pending>, winner: Option<Color>, stats: GensfenStats) -> GameBatch {
+    let records = pending
+        .into_iter()
+        .map(|p| Candidate {
+            key: p.pos.key(),
+            psv: PackedSfenValue::new(&p.pos, p.mv, p.score, result_for(winner, p.pos.side_to_move()))
+                .expect("a position reached by legal moves from a valid start packs"),
+        })
+        .collect();
+    GameBatch { records, stats }
+}
+
+/// Whether a searched position is written; counts the reason when it is not.
+fn keep(pos: &Position, cfg: &GensfenConfig, stats: &mut GensfenStats) -> bool {
+    if pos.ply() < cfg.write_minply {
+        stats.skipped_min_ply += 1;
+        false
+    } else if pos.in_check() {
+        stats.skipped_in_check += 1;
+        false
+    } else {
+        true
+    }
+}
+
+/// The plies (SFEN move numbers) at which game `rng` plays random moves.
+fn random_plies(cfg: &GensfenConfig, rng: &mut Rng) -> Vec<u32> {
+    if cfg.random_moves == 0 || cfg.random_max_ply < cfg.random_min_ply {
+        return Vec::new();
+    }
+    let mut range: Vec<u32> = (cfg.random_min_ply..=cfg.random_max_ply).collect();
+    let n = (cfg.random_moves as usize).min(range.len());
+    for i in 0..n {
+        let j = i + rng.below(range.len() - i);
+        range.swap(i, j);
+    }
+    range.truncate(n);
+    range.sort_unstable();
+    range
+}
+
+/// Plays one self-play game. `opening` moves are played first (not searched, not written);
+/// then random moves at the plies drawn from `cfg`, and searched moves otherwise.
+pub fn play_selfplay_game(
+    worker: &mut Worker,
+    cfg: &GensfenConfig,
+    opening: &Opening,
+    rng: &mut Rng,
+) -> GameBatch {
+    worker.reset();
+    let mut stats = GensfenStats { games: 1, ..GensfenStats::default() };
+    let mut game = Game::new(opening.start);
+    for &m in &opening.moves {
+        let legal = game.try_play(m);
+        assert!(legal, "opening move {m} is illegal (openings are checked when parsed)");
+    }
+    let randoms = random_plies(cfg, rng);
+    let rules = GameRules { declaration: true, max_plies: Some(cfg.max_ply) };
+    let limits = cfg.limit.limits();
+    let mut pending = Vec::new();
+    let winner = loop {
+        if let Some(outcome) = game.outcome(&rules) {
+            stats.count_end(outcome.reason);
+            break outcome.winner;
+        }
+        let pos = *game.position();
+        let stm = pos.side_to_move();
+        if randoms.binary_search(&pos.ply()).is_ok() {
+            let moves = pos.legal_moves();
+            let m = moves.as_slice()[rng.below(moves.len())];
+            stats.skipped_random_move += 1;
+            game.play(m);
+            continue;
+        }
+        worker.searcher.set_position(game.start(), game.moves());
+        let r = worker.searcher.go(limits, |_| {});
+        stats.nodes += r.nodes;
+        stats.positions_searched += 1;
+        if r.declare_win || r.best_move.is_none() {
+            // Game::outcome above catches both; kept as a safety net.
+            stats.end_declaration += 1;
+            break Some(stm);
+        }
+        if keep(&pos, cfg, &mut stats) {
+            pending.push(Pending { pos, mv: Some(r.best_move), score: clamp_score(r.score, cfg.eval_limit) });
+        }
+        if r.score.abs() >= cfg.eval_limit {
+            stats.end_eval_limit += 1;
+            break Some(if r.score > 0 { stm } else { stm.opponent() });
+        }
+        game.play(r.best_move);
+    };
+    stats.count_winner(winner);
+    stats.total_plies = game.moves().len() as u64;
+    finish_batch(pending, winner, stats)
+}
+
+/// Replays a game record: searches every position of its main line (the final one too,
+/// unless the game is over there) and keeps the record's result.
+pub fn teach_record(worker: &mut Worker, cfg: &GensfenConfig, record: &GameRecord) -> GameBatch {
+    let winner = match record.result.outcome {
+        Outcome::BlackWin => Some(Color::Black),
+        Outcome::WhiteWin => Some(Color::White),
+        Outcome::Draw => None,
+        Outcome::Unknown => match cfg.unknown_result {
+            UnknownResult::Skip => {
+                let stats = GensfenStats { skipped_unknown_result_games: 1, ..GensfenStats::default() };
+                return GameBatch { records: Vec::new(), stats };
+            }
+            UnknownResult::Draw => None,
+        },
+    };
+    worker.reset();
+    let mut stats = GensfenStats { games: 1, ..GensfenStats::default() };
+    let moves = record.main_line();
+    let limits = cfg.limit.limits();
+    let mut pending = Vec::new();
+    let mut pos = record.start;
+    for i in 0..=moves.len() {
+        if keep(&pos, cfg, &mut stats) && (i < moves.len() || pos.has_legal_move()) {
+            worker.searcher.set_position(&record.start, &moves[..i]);
+            let r = worker.searcher.go(limits, |_| {});
+            stats.nodes += r.nodes;
+            stats.positions_searched += 1;
+            let mv = if r.best_move.is_none() { None } else { Some(r.best_move) };
+            pending.push(Pending { pos, mv, score: clamp_score(r.score, cfg.eval_limit) });
+        }
+        if let Some(&m) = moves.get(i) {
+            pos.do_move(m);
+        }
+    }
+    stats.count_winner(winner);
+    stats.total_plies = moves.len() as u64;
+    finish_batch(pending, winner, stats)
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs
+// ---------------------------------------------------------------------------------------
+
+/// Plays `games` jobs on `workers.len()` threads (one worker each); job `i` is
+/// `job(worker, i)`. Finished batches go to `collector` in job order, and `progress` sees the
+/// collector's running totals after each. Stops at the first sink error.
+pub fn run_games<S, J>(
+    workers: &mut [Worker],
+    games: u64,
+    job: J,
+    collector: &mut Collector<S>,
+    mut progress: impl FnMut(&GensfenStats),
+) -> io::Result<()>
+where
+    S: Sink,
+    J: Fn(&mut Worker, u64) -> GameBatch + Sync,
+{
+    assert!(!workers.is_empty(), "run_games needs at least one worker");
+    if workers.len() == 1 {
+        for i in 0..games {
+            let batch = job(&mut workers[0], i);
+            collector.push(&batch)?;
+            progress(collector.stats());
+        }
+        return Ok(());
+    }
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<(u64, GameBatch)>();
+    std::thread::scope(|scope| {
+        for worker in workers.iter_mut() {
+            let tx = tx.clone();
+            let (next, stop, job) = (&next, &stop, &job);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= games {
+                        break;
+                    }
+                    if tx.send((i, job(worker, i))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting = BTreeMap::new();
+        let mut expected = 0u64;
+        let mut result = Ok(());
+        for (i, batch) in rx {
+            waiting.insert(i, batch);
+            while let Some(batch) = waiting.remove(&expected) {
+                expected += 1;
+                if result.is_ok() {
+                    result = collector.push(&batch);
+                    if result.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    } else {
+                        progress(collector.stats());
+                    }
+                }
+            }
+        }
+        result
+    })
+}
+
+/// Self-play: `games` games; game `i` picks its opening uniformly from `openings` (or the
+/// start position when empty) with its own PRNG seeded by `game_seed(cfg.seed, i)`.
+pub fn run_selfplay<S: Sink>(
+    workers: &mut [Worker],
+    cfg: &GensfenConfig,
+    openings: &[Opening],
+    games: u64,
+    sink: S,
+    progress: impl FnMut(&GensfenStats),
+) -> io::Result<(S, GensfenStats)> {
+    let startpos = Opening::startpos();
+    let job = |w: &mut Worker, i: u64| {
+        let mut rng = Rng::new(game_seed(cfg.seed, i));
+        let opening = if openings.is_empty() { &startpos } else { &openings[rng.below(openings.len())] };
+        play_selfplay_game(w, cfg, opening, &mut rng)
+    };
+    let mut collector = Collector::new(sink, cfg.dedupe_bits);
+    run_games(workers, games, job, &mut collector, progress)?;
+    Ok(collector.into_parts())
+}
+
+/// Record replay: every record in order.
+pub fn run_records<S: Sink>(
+    workers: &mut [Worker],
+    cfg: &GensfenConfig,
+    records: &[GameRecord],
+    sink: S,
+    progress: impl FnMut(&GensfenStats),
+) -> io::Result<(S, GensfenStats)> {
+    let job = |w: &mut Worker, i: u64| teach_record(w, cfg, &records[i as usize]);
+    let mut collector = Collector::new(sink, cfg.dedupe_bits);
+    run_games(workers, records.len() as u64, job, &mut collector, progress)?;
+    Ok(collector.into_parts())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_deterministic_and_spread() {
+        let mut a = Rng::new(7);
+        let mut b = Rng::new(7);
+        let xs: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
+        let ys: Vec<u64> = (0..8).map(|_| b.next_u64()).collect();
+        assert_eq!(xs, ys);
+        assert_ne!(Rng::new(8).next_u64(), xs[0]);
+        let mut counts = [0u32; 5];
+        for _ in 0..5000 {
+            counts[a.below(5)] += 1;
+        }
+        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+        assert_ne!(game_seed(1, 0), game_seed(1, 1));
+        assert_ne!(game_seed(1, 0), game_seed(2, 0));
+    }
+
+    #[test]
+    fn random_plies_are_distinct_and_in_range() {
+        let cfg =
+            GensfenConfig { random_moves: 5, random_min_ply: 3, random_max_ply: 9, ..Default::default() };
+        let mut rng = Rng::new(1);
+        for _ in 0..50 {
+            let p = random_plies(&cfg, &mut rng);
+            assert_eq!(p.len(), 5);
+            assert!(p.windows(2).all(|w| w[0] < w[1]));
+            assert!(p.iter().all(|x| (3..=9).contains(x)));
+        }
+        let many = GensfenConfig { random_moves: 50, ..cfg };
+        assert_eq!(random_plies(&many, &mut rng), (3..=9).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn key_filter_finds_duplicates() {
+        let mut f = KeyFilter::new(8);
+        assert!(!f.check_and_insert(12345));
+        assert!(f.check_and_insert(12345));
+        assert!(!f.check_and_insert(12345 + 256)); // same slot: evicts
+        assert!(!f.check_and_insert(12345));
+        assert!(!f.check_and_insert(0));
+        assert!(!f.check_and_insert(0));
+    }
+
+    #[test]
+    fn scores_clamp_to_eval_limit_and_i16() {
+        assert_eq!(clamp_score(31_990, 3000), 3000);
+        assert_eq!(clamp_score(-31_990, 3000), -3000);
+        assert_eq!(clamp_score(120, 3000), 120);
+        assert_eq!(clamp_score(40_000, 100_000), i16::MAX);
+    }
+}
