@@ -3,6 +3,7 @@
 //! decides where files live: callers pass paths or readers.
 
 pub mod eval;
+pub mod learn;
 pub mod play;
 pub mod records;
 pub mod rules;

@@ -1,0 +1,229 @@
+//! Gradient of teacher records: quiescence search with the current (quantized) evaluator,
+//! the PV played to the leaf, q = σ(v/600) with v the leaf's value from the root side's
+//! view, target = (1 − λ)·t + λ·σ(score/600), and (q − target)·sign on every feature
+//! active at the leaf (`features::active_features`).
+//!
+//! The gradient of a weight w is reported in the ecosystem's convention, `(q − target) ·
+//! sign`; the exact derivative of the cross-entropy w.r.t. a raw (FV_SCALE-unit) weight
+//! is that divided by 600 · 32 (`LOSS_SCALE`). AdaGrad is insensitive to the constant.
+//!
+//! Records are processed in fixed chunks of `CHUNK` in parallel; each chunk's entries are
+//! sorted (stably) and summed, then all chunks' sums are merged in chunk order. The result
+//! is therefore bit-identical for any number of threads.
+
+use super::features::{Active, active_features};
+use crate::eval::Evaluator;
+use crate::rules::Position;
+use crate::search::{MATE_IN_MAX_PLY, Searcher, TranspositionTable};
+use crate::teacher::TeacherRecord;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// d(loss)/d(raw weight) = gradient / LOSS_SCALE.
+pub const LOSS_SCALE: f64 = 600.0 * 32.0;
+/// Records per parallel work unit (fixed, so results do not depend on the thread count).
+pub const CHUNK: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LossConfig {
+    /// Weight of the teacher's score in the target (the rest is the game result).
+    pub lambda: f64,
+    /// Records with |score| above this are skipped.
+    pub eval_limit: i32,
+    /// Skip records whose game was drawn.
+    pub skip_draws: bool,
+}
+
+impl Default for LossConfig {
+    fn default() -> Self {
+        LossConfig { lambda: 0.33, eval_limit: 3000, skip_draws: false }
+    }
+}
+
+#[inline]
+pub fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Win probability of an evaluation.
+#[inline]
+pub fn win_prob(v: f64) -> f64 {
+    sigmoid(v / 600.0)
+}
+
+/// Cross-entropy of prediction q against target p (natural log), clamped away from 0/1.
+pub fn cross_entropy(q: f64, p: f64) -> f64 {
+    let q = q.clamp(1e-12, 1.0 - 1e-12);
+    -(p * q.ln() + (1.0 - p) * (1.0 - q).ln())
+}
+
+/// The target of a record, or `None` if the record is skipped.
+pub fn target(rec: &TeacherRecord, cfg: &LossConfig) -> Option<f64> {
+    let score = rec.psv.score as i32;
+    if score.abs() > cfg.eval_limit || (cfg.skip_draws && rec.psv.game_result == 0) {
+        return None;
+    }
+    let t = (rec.psv.game_result as f64 + 1.0) / 2.0;
+    Some((1.0 - cfg.lambda) * t + cfg.lambda * win_prob(score as f64))
+}
+
+/// The leaf of the quiescence search from `pos` and its value from `pos`'s side to move's
+/// view (with the searcher's evaluator). `None` when the qsearch found a mate.
+pub fn qsearch_leaf(searcher: &mut Searcher, pos: &Position) -> Option<(Position, i32)> {
+    searcher.set_position(pos, &[]);
+    let (score, pv) = searcher.qsearch_root();
+    if score.abs() >= MATE_IN_MAX_PLY {
+        return None;
+    }
+    let mut leaf = *pos;
+    for m in pv {
+        leaf.do_move(m);
+    }
+    let v = searcher.evaluator().evaluate_full(&leaf).eval;
+    let v = if leaf.side_to_move() == pos.side_to_move() { v } else { -v };
+    Some((leaf, v))
+}
+
+/// One record's outcome.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sample {
+    pub q: f64,
+    pub target: f64,
+    pub loss: f64,
+    /// Leaf value from the root side's view.
+    pub leaf_eval: i32,
+}
+
+/// Scratch buffers for `record_gradient`.
+#[derive(Default)]
+pub struct Scratch {
+    pub active: Vec<Active>,
+    pub patterns: Vec<u32>,
+}
+
+/// Computes one record's sample and appends `(index, gradient)` entries to `out`.
+pub fn record_gradient(
+    searcher: &mut Searcher,
+    rec: &TeacherRecord,
+    cfg: &LossConfig,
+    scratch: &mut Scratch,
+    out: &mut Vec<(u32, [f32; 2])>,
+) -> Option<Sample> {
+    let target = target(rec, cfg)?;
+    let (leaf, v) = qsearch_leaf(searcher, &rec.pos)?;
+    let q = win_prob(v as f64);
+    let g = (q - target) as f32;
+    scratch.active.clear();
+    let patterns = searcher.evaluator().patterns.clone();
+    active_features(
+        &leaf,
+        rec.pos.side_to_move(),
+        patterns.as_deref(),
+        &mut scratch.patterns,
+        &mut scratch.active,
+    );
+    out.extend(scratch.active.iter().map(|a| (a.index, [g * a.sign[0], g * a.sign[1]])));
+    Some(Sample { q, target, loss: cross_entropy(q, target), leaf_eval: v })
+}
+
+/// Sums entries with equal indices; the input is stably sorted first, so the summation
+/// order is the input order.
+pub fn sort_and_sum(entries: &mut Vec<(u32, [f32; 2])>, parallel: bool) {
+    if parallel {
+        entries.par_sort_by_key(|e| e.0);
+    } else {
+        entries.sort_by_key(|e| e.0);
+    }
+    let mut w = 0usize;
+    for r in 0..entries.len() {
+        if w > 0 && entries[w - 1].0 == entries[r].0 {
+            let g = entries[r].1;
+            entries[w - 1].1[0] += g[0];
+            entries[w - 1].1[1] += g[1];
+        } else {
+            entries[w] = entries[r];
+            w += 1;
+        }
+    }
+    entries.truncate(w);
+}
+
+/// Statistics of a mini-batch.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BatchStats {
+    pub records: u64,
+    pub used: u64,
+    pub skipped: u64,
+    pub loss_sum: f64,
+}
+
+impl BatchStats {
+    fn add(&mut self, o: &BatchStats) {
+        self.records += o.records;
+        self.used += o.used;
+        self.skipped += o.skipped;
+        self.loss_sum += o.loss_sum;
+    }
+
+    pub fn mean_loss(&self) -> f64 {
+        if self.used == 0 { 0.0 } else { self.loss_sum / self.used as f64 }
+    }
+}
+
+/// The summed sparse gradient of a mini-batch, sorted by feature index.
+pub struct BatchGradient {
+    pub entries: Vec<(u32, [f32; 2])>,
+    pub stats: BatchStats,
+}
+
+fn new_searcher(evaluator: &Arc<Evaluator>) -> Searcher {
+    Searcher::new(evaluator.clone(), Arc::new(TranspositionTable::new(1)))
+}
+
+fn chunk_gradient(evaluator: &Arc<Evaluator>, recs: &[TeacherRecord], cfg: &LossConfig) -> BatchGradient {
+    let mut searcher = new_searcher(evaluator);
+    let mut scratch = Scratch::default();
+    let mut entries = Vec::with_capacity(recs.len() * 1500);
+    let mut stats = BatchStats::default();
+    for rec in recs {
+        stats.records += 1;
+        match record_gradient(&mut searcher, rec, cfg, &mut scratch, &mut entries) {
+            Some(s) => {
+                stats.used += 1;
+                stats.loss_sum += s.loss;
+            }
+            None => stats.skipped += 1,
+        }
+    }
+    sort_and_sum(&mut entries, false);
+    BatchGradient { entries, stats }
+}
+
+/// The gradient of a mini-batch. With `parallel` the chunks run on the current rayon pool;
+/// the result is the same either way.
+pub fn batch_gradient(
+    evaluator: &Arc<Evaluator>,
+    records: &[TeacherRecord],
+    cfg: &LossConfig,
+    parallel: bool,
+) -> BatchGradient {
+    let parts: Vec<BatchGradient> = if parallel {
+        records.par_chunks(CHUNK).map(|c| chunk_gradient(evaluator, c, cfg)).collect()
+    } else {
+        records.chunks(CHUNK).map(|c| chunk_gradient(evaluator, c, cfg)).collect()
+    };
+    let mut stats = BatchStats::default();
+    let total: usize = parts.iter().map(|p| p.entries.len()).sum();
+    let mut entries = Vec::with_capacity(total);
+    for p in &parts {
+        stats.add(&p.stats);
+        entries.extend_from_slice(&p.entries);
+    }
+    drop(parts);
+    if parallel {
+        sort_and_sum(&mut entries, true);
+    } else {
+        sort_and_sum(&mut entries, false);
+    }
+    BatchGradient { entries, stats }
+}

@@ -1,0 +1,402 @@
+//! The training weight file: f32 weights and f32 AdaGrad accumulators, memory-mapped.
+//!
+//! # Layout (little-endian)
+//! A 4096-byte header, then one 16-byte record per feature: `[w_board, w_turn, G_board,
+//! G_turn]` (f32 each; weights in FV_SCALE units, the same units as the KPPT tables). Keeping
+//! a weight next to its accumulator puts both in one cache line, so a sparse update
+//! touches one line per weight.
+//!
+//! Header fields (byte offset: type):
+//! - 0: `[u8; 8]` magic `KEIMAWTS`; 8: u32 format version (1); 12: u32 layout id
+//!   (1 = KPPT with triangular KPP); 16: u32 fe_end (1548); 20: u32 king squares (81);
+//! - 24: u64 KK features; 32: u64 KKP features; 40: u64 KPP features; 48: u64 patterns;
+//! - 56: u32 optimizer (1 = AdaGrad); 60: u32 f32s per record (4);
+//! - 64: u64 updates applied; 72: u64 examples trained;
+//! - 80: u64 FNV-1a 64 of the pattern definitions (0 = no patterns);
+//! - 88: u64 data checksum (`data_checksum`, 0 = not recorded; written by `seal`);
+//! - 4088: u64 FNV-1a 64 of bytes 0..4088 (header checksum). Other bytes are zero.
+//!
+//! Feature order (the global feature index):
+//! - KK: `bk * 81 + wk` (81 × 81 records);
+//! - KKP: `KK + (bk * 81 + wk) * FE_END + p` (p = 0 is stored but never trained: it stays 0);
+//! - KPP: `KK + KKP + k * KPP_TRI + tri(a, b)` with `a > b >= 1` and
+//!   `tri(a, b) = (a - 1)(a - 2)/2 + (b - 1)`: each symmetric pair `[k][a][b] = [k][b][a]`
+//!   is stored once; the diagonal and BonaPiece 0 are not stored (they are zero on export);
+//!   `KPP_TRI = 1547 · 1546 / 2`;
+//! - patterns: `KK + KKP + KPP + i`, only the board slot `[0]` is used (the pattern's
+//!   weight) with its accumulator in `[2]`.
+//!
+//! No mirror or colour-flip sharing is used: every KK/KKP entry is its own weight.
+//! A full file is about 1.7 GB; it is created sparse, so untouched pages cost nothing.
+
+use crate::eval::bona_piece::FE_END;
+use crate::eval::kppt::{KK_LEN, KKP_LEN};
+use memmap2::MmapMut;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+pub const MAGIC: [u8; 8] = *b"KEIMAWTS";
+pub const FORMAT_VERSION: u32 = 1;
+pub const LAYOUT_KPPT_TRIANGLE: u32 = 1;
+pub const OPTIMIZER_ADAGRAD: u32 = 1;
+pub const HEADER_LEN: usize = 4096;
+pub const RECORD_F32S: usize = 4;
+pub const RECORD_BYTES: usize = RECORD_F32S * 4;
+/// Stored KPP pairs per king square.
+pub const KPP_TRI: usize = (FE_END - 1) * (FE_END - 2) / 2;
+pub const KPP_FEATURES: usize = 81 * KPP_TRI;
+pub const KK_BASE: usize = 0;
+pub const KKP_BASE: usize = KK_LEN;
+pub const KPP_BASE: usize = KK_LEN + KKP_LEN;
+pub const PATTERN_BASE: usize = KPP_BASE + KPP_FEATURES;
+
+/// One feature's record: `[w_board, w_turn, G_board, G_turn]`.
+pub type Record = [f32; RECORD_F32S];
+
+#[inline]
+pub fn kk_index(bk: usize, wk: usize) -> usize {
+    KK_BASE + bk * 81 + wk
+}
+
+#[inline]
+pub fn kkp_index(bk: usize, wk: usize, p: usize) -> usize {
+    KKP_BASE + (bk * 81 + wk) * FE_END + p
+}
+
+/// Index of the pair within one king's triangle (`a != b`, both non-zero).
+#[inline]
+pub fn tri(a: usize, b: usize) -> usize {
+    let (a, b) = if a > b { (a, b) } else { (b, a) };
+    debug_assert!(b >= 1 && a < FE_END && a != b);
+    (a - 1) * (a - 2) / 2 + (b - 1)
+}
+
+/// Inverse of `tri`: (a, b) with a > b.
+pub fn untri(t: usize) -> (usize, usize) {
+    // Largest a with (a-1)(a-2)/2 <= t.
+    let mut a = (((8.0 * t as f64 + 1.0).sqrt() + 3.0) / 2.0).floor() as usize;
+    while (a - 1) * (a - 2) / 2 > t {
+        a -= 1;
+    }
+    while a * (a - 1) / 2 <= t {
+        a += 1;
+    }
+    (a, t - (a - 1) * (a - 2) / 2 + 1)
+}
+
+#[inline]
+pub fn kpp_index(k: usize, a: usize, b: usize) -> usize {
+    KPP_BASE + k * KPP_TRI + tri(a, b)
+}
+
+#[inline]
+pub fn pattern_index(i: usize) -> usize {
+    PATTERN_BASE + i
+}
+
+/// What a feature index refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    Kk { bk: usize, wk: usize },
+    Kkp { bk: usize, wk: usize, p: usize },
+    Kpp { k: usize, a: usize, b: usize },
+    Pattern(usize),
+}
+
+pub fn decode_index(i: usize) -> Feature {
+    if i < KKP_BASE {
+        Feature::Kk { bk: i / 81, wk: i % 81 }
+    } else if i < KPP_BASE {
+        let j = i - KKP_BASE;
+        let kk = j / FE_END;
+        Feature::Kkp { bk: kk / 81, wk: kk % 81, p: j % FE_END }
+    } else if i < PATTERN_BASE {
+        let j = i - KPP_BASE;
+        let (a, b) = untri(j % KPP_TRI);
+        Feature::Kpp { k: j / KPP_TRI, a, b }
+    } else {
+        Feature::Pattern(i - PATTERN_BASE)
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum WeightsError {
+    #[error("{path}: {what}: {source}")]
+    Io { path: PathBuf, what: &'static str, source: std::io::Error },
+    #[error("{path}: not a Keima weight file (bad magic); create one with `keima weights init`")]
+    BadMagic { path: PathBuf },
+    #[error("{path}: header checksum mismatch: the header is corrupt")]
+    BadChecksum { path: PathBuf },
+    #[error("{path}: weight data checksum mismatch: the file is corrupt")]
+    BadDataChecksum { path: PathBuf },
+    #[error("{path}: {what} is {found}, this build expects {expected}: a file of another layout or version")]
+    Layout { path: PathBuf, what: &'static str, found: u64, expected: u64 },
+    #[error("{path}: truncated: {actual} bytes, the header implies {expected}")]
+    Truncated { path: PathBuf, expected: u64, actual: u64 },
+    #[error("{path}: the file has {found} pattern weights but the pattern set has {expected}")]
+    PatternCount { path: PathBuf, found: u64, expected: u64 },
+}
+
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A fast 64-bit checksum of the record data (8 bytes at a time; zero pages are cheap).
+pub fn data_checksum(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
+    let (chunks, rest) = bytes.as_chunks::<8>();
+    for (i, c) in chunks.iter().enumerate() {
+        let w = u64::from_le_bytes(*c);
+        if w != 0 {
+            h ^= (w ^ i as u64).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
+            h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        }
+    }
+    for &b in rest {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub patterns: u64,
+    pub updates: u64,
+    pub examples: u64,
+    pub pattern_hash: u64,
+    pub data_checksum: u64,
+}
+
+impl Header {
+    pub fn features(&self) -> usize {
+        PATTERN_BASE + self.patterns as usize
+    }
+
+    pub fn file_len(&self) -> u64 {
+        HEADER_LEN as u64 + self.features() as u64 * RECORD_BYTES as u64
+    }
+
+    fn to_bytes(self) -> Vec<u8> {
+        let mut b = vec![0u8; HEADER_LEN];
+        let put32 = |b: &mut [u8], o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        let put64 = |b: &mut [u8], o: usize, v: u64| b[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        b[..8].copy_from_slice(&MAGIC);
+        put32(&mut b, 8, FORMAT_VERSION);
+        put32(&mut b, 12, LAYOUT_KPPT_TRIANGLE);
+        put32(&mut b, 16, FE_END as u32);
+        put32(&mut b, 20, 81);
+        put64(&mut b, 24, KK_LEN as u64);
+        put64(&mut b, 32, KKP_LEN as u64);
+        put64(&mut b, 40, KPP_FEATURES as u64);
+        put64(&mut b, 48, self.patterns);
+        put32(&mut b, 56, OPTIMIZER_ADAGRAD);
+        put32(&mut b, 60, RECORD_F32S as u32);
+        put64(&mut b, 64, self.updates);
+        put64(&mut b, 72, self.examples);
+        put64(&mut b, 80, self.pattern_hash);
+        put64(&mut b, 88, self.data_checksum);
+        let c = fnv1a64(&b[..HEADER_LEN - 8]);
+        put64(&mut b, HEADER_LEN - 8, c);
+        b
+    }
+
+    fn parse(b: &[u8], path: &Path, file_len: u64) -> Result<Header, WeightsError> {
+        let p = || path.to_path_buf();
+        if b.len() < HEADER_LEN {
+            return Err(WeightsError::Truncated { path: p(), expected: HEADER_LEN as u64, actual: file_len });
+        }
+        if b[..8] != MAGIC {
+            return Err(WeightsError::BadMagic { path: p() });
+        }
+        let g32 = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+        let g64 = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        if fnv1a64(&b[..HEADER_LEN - 8]) != g64(HEADER_LEN - 8) {
+            return Err(WeightsError::BadChecksum { path: p() });
+        }
+        let checks: [(&'static str, u64, u64); 9] = [
+            ("format version", g32(8) as u64, FORMAT_VERSION as u64),
+            ("layout id", g32(12) as u64, LAYOUT_KPPT_TRIANGLE as u64),
+            ("fe_end", g32(16) as u64, FE_END as u64),
+            ("king squares", g32(20) as u64, 81),
+            ("KK features", g64(24), KK_LEN as u64),
+            ("KKP features", g64(32), KKP_LEN as u64),
+            ("KPP features", g64(40), KPP_FEATURES as u64),
+            ("optimizer kind", g32(56) as u64, OPTIMIZER_ADAGRAD as u64),
+            ("record size", g32(60) as u64, RECORD_F32S as u64),
+        ];
+        for (what, found, expected) in checks {
+            if found != expected {
+                return Err(WeightsError::Layout { path: p(), what, found, expected });
+            }
+        }
+        let h = Header {
+            patterns: g64(48),
+            updates: g64(64),
+            examples: g64(72),
+            pattern_hash: g64(80),
+            data_checksum: g64(88),
+        };
+        if file_len != h.file_len() {
+            return Err(WeightsError::Truncated { path: p(), expected: h.file_len(), actual: file_len });
+        }
+        Ok(h)
+    }
+}
+
+/// An open weight file.
+pub struct WeightFile {
+    path: PathBuf,
+    map: MmapMut,
+    pub header: Header,
+}
+
+impl WeightFile {
+    /// Creates a zeroed (sparse) file: all weights and accumulators 0.
+    pub fn create(path: &Path, patterns: u64, pattern_hash: u64) -> Result<WeightFile, WeightsError> {
+        let io = |what| move |source| WeightsError::Io { path: path.to_path_buf(), what, source };
+        let header = Header { patterns, updates: 0, examples: 0, pattern_hash, data_checksum: 0 };
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io("cannot create"))?;
+        f.write_all(&header.to_bytes()).map_err(io("write header"))?;
+        f.set_len(header.file_len()).map_err(io("set length"))?;
+        Self::map(path, f, header)
+    }
+
+    fn map(path: &Path, f: File, header: Header) -> Result<WeightFile, WeightsError> {
+        // SAFETY: the file is opened read-write by this process; concurrent modification
+        // by another process is not supported (documented: one trainer per file).
+        let map = unsafe { MmapMut::map_mut(&f) }.map_err(|source| WeightsError::Io {
+            path: path.to_path_buf(),
+            what: "mmap",
+            source,
+        })?;
+        Ok(WeightFile { path: path.to_path_buf(), map, header })
+    }
+
+    /// Opens and validates a file (layout, length, header checksum). With `verify_data`,
+    /// also checks the recorded data checksum (if any).
+    pub fn open(path: &Path, verify_data: bool) -> Result<WeightFile, WeightsError> {
+        let io = |what| move |source| WeightsError::Io { path: path.to_path_buf(), what, source };
+        let f = OpenOptions::new().read(true).write(true).open(path).map_err(io("cannot open"))?;
+        let len = f.metadata().map_err(io("stat"))?.len();
+        let mut head = vec![0u8; HEADER_LEN.min(len as usize)];
+        {
+            use std::io::Read;
+            (&f).read_exact(&mut head).map_err(io("read header"))?;
+        }
+        let header = Header::parse(&head, path, len)?;
+        let w = Self::map(path, f, header)?;
+        if verify_data && header.data_checksum != 0 && data_checksum(w.data_bytes()) != header.data_checksum {
+            return Err(WeightsError::BadDataChecksum { path: path.to_path_buf() });
+        }
+        Ok(w)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn data_bytes(&self) -> &[u8] {
+        &self.map[HEADER_LEN..]
+    }
+
+    pub fn records(&self) -> &[Record] {
+        let bytes = self.data_bytes();
+        // SAFETY: the map is page-aligned and HEADER_LEN is a multiple of 16, so the data
+        // is aligned for f32; its length is a multiple of RECORD_BYTES (checked on open);
+        // every bit pattern is a valid f32.
+        unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const Record, bytes.len() / RECORD_BYTES) }
+    }
+
+    pub fn records_mut(&mut self) -> &mut [Record] {
+        let bytes = &mut self.map[HEADER_LEN..];
+        // SAFETY: as in `records`, with exclusive access through `&mut self`.
+        unsafe {
+            std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut Record, bytes.len() / RECORD_BYTES)
+        }
+    }
+
+    /// Rewrites the header (counters) in the map.
+    pub fn write_header(&mut self) {
+        let b = self.header.to_bytes();
+        self.map[..HEADER_LEN].copy_from_slice(&b);
+    }
+
+    /// Records the data checksum in the header and flushes everything to disk.
+    pub fn seal(&mut self) -> Result<(), WeightsError> {
+        self.header.data_checksum = data_checksum(self.data_bytes());
+        self.flush()
+    }
+
+    /// Writes the header and flushes the map.
+    pub fn flush(&mut self) -> Result<(), WeightsError> {
+        self.write_header();
+        self.map.flush().map_err(|source| WeightsError::Io { path: self.path.clone(), what: "flush", source })
+    }
+
+    /// Copies the file to `dest` (sparse: zero blocks become holes), fsynced.
+    pub fn copy_sparse(&mut self, dest: &Path) -> Result<(), WeightsError> {
+        use std::io::{Seek, SeekFrom};
+        self.write_header();
+        let io = |what| move |source| WeightsError::Io { path: dest.to_path_buf(), what, source };
+        let mut f = File::create(dest).map_err(io("cannot create"))?;
+        const BLOCK: usize = 1 << 16;
+        let total = self.map.len();
+        let mut pos = 0usize;
+        while pos < total {
+            let end = (pos + BLOCK).min(total);
+            let block = &self.map[pos..end];
+            let zero = block.as_chunks::<8>().0.iter().all(|c| u64::from_le_bytes(*c) == 0)
+                && block.as_chunks::<8>().1.iter().all(|&b| b == 0);
+            if zero {
+                f.seek(SeekFrom::Start(end as u64)).map_err(io("seek"))?;
+            } else {
+                f.write_all(block).map_err(io("write"))?;
+            }
+            pos = end;
+        }
+        f.set_len(total as u64).map_err(io("set length"))?;
+        f.sync_all().map_err(io("fsync"))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tri_round_trips() {
+        for a in 2..FE_END {
+            for b in [1, a / 2 + 1, a - 1] {
+                if b >= a || b == 0 {
+                    continue;
+                }
+                assert_eq!(untri(tri(a, b)), (a, b));
+                assert_eq!(tri(a, b), tri(b, a));
+            }
+        }
+        assert_eq!(tri(FE_END - 1, FE_END - 2), KPP_TRI - 1);
+        assert_eq!(tri(2, 1), 0);
+    }
+
+    #[test]
+    fn decode_matches_encode() {
+        assert_eq!(decode_index(kk_index(3, 77)), Feature::Kk { bk: 3, wk: 77 });
+        assert_eq!(decode_index(kkp_index(80, 1, 1547)), Feature::Kkp { bk: 80, wk: 1, p: 1547 });
+        assert_eq!(decode_index(kpp_index(40, 100, 1500)), Feature::Kpp { k: 40, a: 1500, b: 100 });
+        assert_eq!(decode_index(pattern_index(7)), Feature::Pattern(7));
+    }
+}
