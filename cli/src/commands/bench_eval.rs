@@ -95,6 +95,25 @@ fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
     (moves, total, checksum)
 }
 
+/// Nodes per second of fixed-node searches from positions of the games (the research's
+/// measure: what the evaluation costs inside a real search).
+fn search_nps(eval: &Evaluator, games: &[Vec<Move>]) -> f64 {
+    use engine_core::search::{Limits, Searcher, TranspositionTable};
+    let mut searcher = Searcher::new(Arc::new(eval.clone()), Arc::new(TranspositionTable::new(16)));
+    let (mut nodes, mut secs) = (0u64, 0f64);
+    for g in games.iter().take(30) {
+        let mut pos = Position::startpos();
+        for &m in g.iter().take(30) {
+            pos.do_move(m);
+        }
+        searcher.set_position(&pos, &[]);
+        let r = searcher.go(Limits::nodes(100_000), |_| {});
+        nodes += r.nodes;
+        secs += r.elapsed.as_secs_f64();
+    }
+    nodes as f64 / secs
+}
+
 fn time_full(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
     let mut checksum = 0i64;
     let mut n = 0u64;
@@ -157,6 +176,8 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
         secs0 = secs0.min(s0);
         secs1 = secs1.min(s1);
     }
+    let nps0 = search_nps(&kppt_only, &games);
+    let nps1 = search_nps(&with_patterns, &games);
     let (nf, full0, _) = time_full(&kppt_only, &games);
     let (_, full1, _) = time_full(&with_patterns, &games);
     let ns = |s: f64, n: u64| s * 1e9 / n as f64;
@@ -169,13 +190,17 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
                 "update_ns_kppt": ns(secs0, n), "update_ns_with_patterns": ns(secs1, n),
                 "full_ns_kppt": ns(full0, nf), "full_ns_with_patterns": ns(full1, nf),
                 "evals_per_second_kppt": n as f64 / secs0, "evals_per_second_with_patterns": n as f64 / secs1,
-                "slowdown_with_patterns": ratio, "pattern_entries_per_move": entries_per_move, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
+                "slowdown_with_patterns": ratio, "search_nps_kppt": nps0, "search_nps_with_patterns": nps1, "pattern_entries_per_move": entries_per_move, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
             })
         );
     } else {
         println!(
             "{n} moves along {} random games; {pattern_count} patterns {source}; {entries_per_move:.0} index entries visited per move",
             games.len()
+        );
+        println!(
+            "search nodes/s (100k-node searches from 30 positions): KPPT {nps0:.0}   KPPT+patterns {nps1:.0}   slowdown {:.2}x",
+            nps0 / nps1
         );
         println!("pattern update alone (patterns - material only): {pattern_ns:.0} ns per move");
         println!(
