@@ -130,6 +130,9 @@ pub enum UnknownResult {
     Skip,
     /// Write its positions with game result 0.
     Draw,
+    /// Assume the side that made the last move won (records of human games usually end
+    /// with the loser resigning instead of moving); a game without moves is skipped.
+    LastMoverWins,
 }
 
 /// Settings shared by self-play and record replay.
@@ -558,22 +561,35 @@ pub fn play_selfplay_game(
 
 /// Replays a game record: searches every position of its main line (the final one too,
 /// unless the game is over there) and keeps the record's result.
+///
+/// A record whose result is unknown but whose final position has no legal move is a win
+/// for the side that moved last; otherwise `cfg.unknown_result` decides.
 pub fn teach_record(worker: &mut Worker, cfg: &GensfenConfig, record: &GameRecord) -> GameBatch {
+    let moves = record.main_line();
+    let skip = || {
+        let stats = GensfenStats { skipped_unknown_result_games: 1, ..GensfenStats::default() };
+        GameBatch { records: Vec::new(), stats }
+    };
     let winner = match record.result.outcome {
         Outcome::BlackWin => Some(Color::Black),
         Outcome::WhiteWin => Some(Color::White),
         Outcome::Draw => None,
-        Outcome::Unknown => match cfg.unknown_result {
-            UnknownResult::Skip => {
-                let stats = GensfenStats { skipped_unknown_result_games: 1, ..GensfenStats::default() };
-                return GameBatch { records: Vec::new(), stats };
+        Outcome::Unknown => {
+            let last = record.final_position();
+            if !last.has_legal_move() {
+                Some(last.side_to_move().opponent())
+            } else {
+                match cfg.unknown_result {
+                    UnknownResult::Skip => return skip(),
+                    UnknownResult::Draw => None,
+                    UnknownResult::LastMoverWins if moves.is_empty() => return skip(),
+                    UnknownResult::LastMoverWins => Some(last.side_to_move().opponent()),
+                }
             }
-            UnknownResult::Draw => None,
-        },
+        }
     };
     worker.reset();
     let mut stats = GensfenStats { games: 1, ..GensfenStats::default() };
-    let moves = record.main_line();
     let limits = cfg.limit.limits();
     let mut pending = Vec::new();
     let mut pos = record.start;
