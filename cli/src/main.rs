@@ -35,6 +35,8 @@ enum Command {
     Usi(commands::usi::UsiArgs),
     /// Play a match between two USI engines; CSA records, W/D/L and Elo.
     Match(commands::match_cmd::MatchArgs),
+    /// Generate teacher data (a PackedSfenValue shard) by self-play or from game records.
+    Gensfen(commands::gensfen::GensfenArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => commands::bench::run(cmd),
         Command::Usi(args) => commands::usi::run(args),
         Command::Match(args) => commands::match_cmd::run(args),
+        Command::Gensfen(args) => commands::gensfen::run(args),
     };
     match result {
         Ok(code) => code,

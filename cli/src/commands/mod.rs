@@ -2,6 +2,7 @@ pub mod bench;
 mod bench_eval;
 mod bench_mate;
 pub mod eval;
+pub mod gensfen;
 pub mod match_cmd;
 pub mod moves;
 pub mod patterns;
