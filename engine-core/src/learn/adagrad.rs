@@ -24,7 +24,7 @@ pub struct AdaGradConfig {
 
 impl Default for AdaGradConfig {
     fn default() -> Self {
-        AdaGradConfig { eta: 8.0, eta_turn: 2.0, epsilon: 1e-8, eta_decay: 1.0 }
+        AdaGradConfig { eta: 2.0, eta_turn: 0.5, epsilon: 1e-8, eta_decay: 1.0 }
     }
 }
 

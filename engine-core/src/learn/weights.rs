@@ -257,6 +257,12 @@ pub struct WeightFile {
     pub header: Header,
 }
 
+impl std::fmt::Debug for WeightFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeightFile").field("path", &self.path).field("header", &self.header).finish()
+    }
+}
+
 impl WeightFile {
     /// Creates a zeroed (sparse) file: all weights and accumulators 0.
     pub fn create(path: &Path, patterns: u64, pattern_hash: u64) -> Result<WeightFile, WeightsError> {
