@@ -37,6 +37,15 @@ enum Command {
     Match(commands::match_cmd::MatchArgs),
     /// Generate teacher data (a PackedSfenValue shard) by self-play or from game records.
     Gensfen(commands::gensfen::GensfenArgs),
+    /// Training weight files (memory-mapped f32 weights and AdaGrad state).
+    #[command(subcommand)]
+    Weights(commands::weights::WeightsCommand),
+    /// Train an evaluation function from teacher shards (single process).
+    Learn(commands::learn::LearnArgs),
+    /// Round and clamp training weights to KPPT files (and a pattern file).
+    Export(commands::export::ExportArgs),
+    /// Draw learning curves from a metrics JSONL file as SVG.
+    Plot(commands::plot::PlotArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +66,10 @@ fn main() -> ExitCode {
         Command::Usi(args) => commands::usi::run(args),
         Command::Match(args) => commands::match_cmd::run(args),
         Command::Gensfen(args) => commands::gensfen::run(args),
+        Command::Weights(cmd) => commands::weights::run(cmd),
+        Command::Learn(args) => commands::learn::run(args),
+        Command::Export(args) => commands::export::run(args),
+        Command::Plot(args) => commands::plot::run(args),
     };
     match result {
         Ok(code) => code,

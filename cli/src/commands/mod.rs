@@ -2,13 +2,17 @@ pub mod bench;
 mod bench_eval;
 mod bench_mate;
 pub mod eval;
+pub mod export;
 pub mod gensfen;
+pub mod learn;
 pub mod match_cmd;
 pub mod moves;
 pub mod patterns;
 pub mod perft;
+pub mod plot;
 pub mod records;
 pub mod usi;
+pub mod weights;
 
 /// Errors of a subcommand, already phrased for a person.
 pub type CommandResult = Result<std::process::ExitCode, String>;

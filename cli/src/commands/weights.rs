@@ -1,0 +1,53 @@
+//! `keima weights init`: create a training weight file (see engine_core::learn::weights).
+
+use super::CommandResult;
+use clap::{Args, Subcommand};
+use engine_core::eval::kppt_file::load_kppt_dir;
+use engine_core::eval::patterns::file as pattern_file;
+use engine_core::learn::trainer::init_weights;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum WeightsCommand {
+    /// Create a training weight file: material-only (all KPPT weights zero) or from KPPT files.
+    Init(InitArgs),
+}
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// Start from material only (every KPPT weight zero).
+    #[arg(long, conflicts_with = "from_kppt", required_unless_present = "from_kppt")]
+    material: bool,
+    /// Start from the KPPT files in this directory.
+    #[arg(long)]
+    from_kppt: Option<PathBuf>,
+    /// Pattern file whose patterns (and weights) the file will train.
+    #[arg(long)]
+    patterns: Option<PathBuf>,
+    /// Output weight file (about 1.7 GB, created sparse).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+pub fn run(cmd: WeightsCommand) -> CommandResult {
+    match cmd {
+        WeightsCommand::Init(a) => {
+            let _ = a.material;
+            let patterns =
+                a.patterns.as_ref().map(|p| pattern_file::load(p).map_err(|e| e.to_string())).transpose()?;
+            let kppt =
+                a.from_kppt.as_ref().map(|d| load_kppt_dir(d).map_err(|e| e.to_string())).transpose()?;
+            let w = init_weights(&a.out, kppt.as_ref(), patterns.as_ref())?;
+            println!(
+                "{}: {} features ({} patterns), {} bytes, from {}",
+                a.out.display(),
+                w.header.features(),
+                w.header.patterns,
+                w.header.file_len(),
+                a.from_kppt.as_ref().map_or("material only".to_string(), |d| d.display().to_string())
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
