@@ -487,6 +487,10 @@ impl Trainer {
         let records_before = self.state.epoch * per_epoch + self.state.emitted;
         let mut records_done = 0u64;
         let mut stopped = false;
+        if self.state.updates == 0 && self.cfg.eval_every > 0 {
+            // The starting point of the curves.
+            self.write_metrics(start, 0)?;
+        }
         while self.state.epoch < self.cfg.epochs && !stopped {
             let mut stream = ShuffleStream::new(
                 self.shards.clone(),
