@@ -73,10 +73,10 @@ impl Quantized<'_> {
             let kpp = self.kppt.kpp.make_mut();
             kpp[(k * FE_END + a) * FE_END + b] = v;
             kpp[(k * FE_END + b) * FE_END + a] = v;
-        } else if let Some(p) = self.patterns.as_deref_mut() {
-            if let Feature::Pattern(i) = decode_index(index) {
-                p.set_weight(i, quantize_i32(r[0]).0);
-            }
+        } else if let Some(p) = self.patterns.as_deref_mut()
+            && let Feature::Pattern(i) = decode_index(index)
+        {
+            p.set_weight(i, quantize_i32(r[0]).0);
         }
     }
 }
