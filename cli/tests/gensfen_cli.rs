@@ -1,0 +1,127 @@
+//! `keima gensfen` end to end: the shard, its manifest and the JSON summary agree.
+
+use engine_core::teacher::{ShardManifest, ShardReader, manifest_path};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn keima(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_keima")).args(args).output().expect("run keima");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("keima-gensfen-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn check_shard(shard: &Path, summary: &serde_json::Value) -> ShardManifest {
+    let manifest: ShardManifest =
+        serde_json::from_slice(&std::fs::read(manifest_path(shard)).unwrap()).expect("manifest JSON");
+    let (records, rejects) = ShardReader::read_all(shard).unwrap();
+    assert_eq!(rejects.total(), 0, "{rejects}");
+    assert_eq!(manifest.records, records.len() as u64);
+    assert_eq!(summary["records"], manifest.records);
+    assert_eq!(summary["positions_written"], manifest.records);
+    assert!(manifest.records > 0);
+    manifest
+}
+
+#[test]
+fn selfplay_end_to_end() {
+    let dir = tmp_dir("selfplay");
+    let shard = dir.join("sub/t.psv.zst");
+    let s = shard.to_str().unwrap();
+    let args = [
+        "gensfen",
+        "--out",
+        s,
+        "--random-moves",
+        "6",
+        "--random-max-ply",
+        "16",
+        "--games",
+        "3",
+        "--depth",
+        "1",
+        "--max-ply",
+        "60",
+        "--write-minply",
+        "10",
+        "--seed",
+        "5",
+        "--threads",
+        "2",
+        "--json",
+    ];
+    let (code, out, err) = keima(&args);
+    assert_eq!(code, 0, "{err}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON summary");
+    assert_eq!(summary["games"], 3);
+    let manifest = check_shard(&shard, &summary);
+    assert_eq!(manifest.eval_id, "material");
+    assert_eq!(manifest.settings["mode"], "selfplay");
+    assert_eq!(manifest.settings["config"]["limit"]["depth"], 1);
+    assert_eq!(manifest.settings["config"]["seed"], 5);
+    // Same seed with one thread: the same bytes.
+    let shard1 = dir.join("one.psv.zst");
+    let mut args1 = args;
+    args1[2] = shard1.to_str().unwrap();
+    let threads = args.iter().position(|&a| a == "--threads").unwrap();
+    args1[threads + 1] = "1";
+    let (code, _, err) = keima(&args1);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(&shard).unwrap(), std::fs::read(&shard1).unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn records_end_to_end() {
+    let dir = tmp_dir("records");
+    let shard = dir.join("r.psv.zst");
+    let pro = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/records/pro");
+    let (code, out, err) = keima(&[
+        "gensfen",
+        "--out",
+        shard.to_str().unwrap(),
+        "--records",
+        pro.to_str().unwrap(),
+        "--games",
+        "2",
+        "--depth",
+        "1",
+        "--unknown-result",
+        "last-mover-wins",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON summary");
+    assert_eq!(summary["games"], 2);
+    let manifest = check_shard(&shard, &summary);
+    assert_eq!(manifest.settings["mode"], "records");
+    assert_eq!(manifest.settings["config"]["unknown_result"], "last_mover_wins");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn clear_errors() {
+    let dir = tmp_dir("errors");
+    let shard = dir.join("e.psv.zst");
+    let s = shard.to_str().unwrap();
+    let (code, _, err) = keima(&["gensfen", "--out", s, "--games", "2", "--random-moves", "4"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--depth") && err.contains("--nodes"), "{err}");
+    let (code, _, err) = keima(&["gensfen", "--out", s, "--games", "2", "--depth", "1"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--openings") && err.contains("--random-moves"), "{err}");
+    let (code, _, err) = keima(&["gensfen", "--out", s, "--depth", "1", "--random-moves", "4"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--games"), "{err}");
+    assert!(!shard.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
