@@ -281,3 +281,20 @@ fn unknown_results_of_real_records() {
 fn first_game_len(out: &[PackedSfenValue]) -> usize {
     (1..out.len()).find(|&i| out[i].game_ply <= out[i - 1].game_ply).unwrap_or(out.len())
 }
+
+#[test]
+fn checkmate_ends_the_game_for_the_mating_side() {
+    // Black mates with G*5b; with a high eval limit the game is played out to the mate.
+    let start = Position::from_sfen("4k4/9/4P4/9/9/9/9/9/4K4 b G 1").unwrap();
+    let opening = Opening { start, moves: Vec::new() };
+    let cfg = GensfenConfig { random_moves: 0, write_minply: 1, eval_limit: 40_000, ..small_config(1) };
+    let mut out: Vec<PackedSfenValue> = Vec::new();
+    let (_, stats) = run_selfplay(&mut workers(1), &cfg, &[opening], 1, &mut out, |_| {}).unwrap();
+    assert_eq!((stats.end_no_legal_move, stats.black_wins, stats.total_plies), (1, 1, 1), "{stats}");
+    assert_eq!(out.len(), 1);
+    let (pos, mv) = out[0].validate().unwrap();
+    assert_eq!(mv.unwrap().to_usi(), "G*5b");
+    assert_eq!(pos.ply(), 1);
+    assert!(out[0].score > 30_000, "a mate score: {}", out[0].score);
+    assert_eq!(out[0].game_result, 1);
+}
