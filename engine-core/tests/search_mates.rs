@@ -78,9 +78,9 @@ fn mates_in_three_and_five() {
     }
 }
 
-/// The CSA fixture `tsumeshogi.csa` is a published mate-in-3 problem, but the position as
-/// transcribed there lets the king escape (6d5d after 7e7b+), so the engines find a longer
-/// mate; they must still find one and agree on its first move.
+/// The CSA fixture `tsumeshogi.csa` is published as a mate-in-3 problem. Not checked
+/// here whether the transcription keeps it a mate in 3 (the king can also answer 6d5d);
+/// both engines must find a mate and agree that it is one.
 const KANJU: &str = "9/9/3pp4/+r2k1p3/2L1+p4/2+R6/B8/B8/9 b 4g4s4n3l14p 1";
 
 #[test]
