@@ -105,6 +105,17 @@ impl std::ops::Index<usize> for MoveList {
     }
 }
 
+/// Ranks where an unpromoted `pt` of `us` could never move again (no drop or
+/// non-promotion may end there).
+#[inline]
+fn unmovable_ranks(us: Color, pt: PieceType) -> Bitboard {
+    match pt {
+        PieceType::Pawn | PieceType::Lance => Bitboard::dead_ranks(us, 1),
+        PieceType::Knight => Bitboard::dead_ranks(us, 2),
+        _ => Bitboard::EMPTY,
+    }
+}
+
 /// Pushes a board move with every promotion choice the rules allow.
 #[inline(always)]
 fn push_board_move(list: &mut MoveList, us: Color, piece: Piece, from: Square, to: Square) {
@@ -361,12 +372,7 @@ impl Position {
                 return false;
             }
         } else {
-            let dead = match pt {
-                PieceType::Pawn | PieceType::Lance => Bitboard::dead_ranks(us, 1),
-                PieceType::Knight => Bitboard::dead_ranks(us, 2),
-                _ => Bitboard::EMPTY,
-            };
-            if dead.contains(to) {
+            if unmovable_ranks(us, pt).contains(to) {
                 return false;
             }
         }
@@ -400,12 +406,7 @@ impl Position {
         if self.hand(us).count(pt) == 0 || !self.piece_on(to).is_empty() {
             return false;
         }
-        let dead = match pt {
-            PieceType::Pawn | PieceType::Lance => Bitboard::dead_ranks(us, 1),
-            PieceType::Knight => Bitboard::dead_ranks(us, 2),
-            _ => Bitboard::EMPTY,
-        };
-        if dead.contains(to) {
+        if unmovable_ranks(us, pt).contains(to) {
             return false;
         }
         if pt == PieceType::Pawn && (self.pieces(us, PieceType::Pawn) & Bitboard::file_mask(to.file())).any()
