@@ -1,6 +1,21 @@
-//! Keima's wire contract. The gRPC service (tonic/prost, compiled by protox in build.rs)
-//! arrives with distributed training; until then this crate only fixes the version number
-//! that every message will carry, so that peers of different builds refuse each other.
+//! Keima's wire contract: the gRPC service generated from `proto/keima.proto` (module
+//! `v1`), the protocol version, the encoding of sparse payloads (`sparse`), and the
+//! checks a receiver applies (`checks`). Nothing here knows about weights or search.
 
-/// Bumped whenever a message changes meaning or layout.
+pub mod checks;
+pub mod sparse;
+
+/// Generated messages, client and server of `keima.v1`.
+pub mod v1 {
+    tonic::include_proto!("keima.v1");
+}
+
+/// Bumped on any incompatible change of the messages or of the sparse layout.
 pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest gRPC message either side accepts (one chunk plus headers; chunks hold at most
+/// `sparse::ENTRIES_PER_CHUNK` entries, about 1 MiB).
+pub const MAX_MESSAGE_BYTES: usize = 8 << 20;
+
+/// Metadata key carrying the shared token (`Bearer <token>`).
+pub const AUTH_HEADER: &str = "authorization";
