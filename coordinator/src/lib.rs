@@ -1,8 +1,14 @@
-//! The coordinator: owns the weights, leases shards to workers, merges their gradients.
-//! Thin around `engine-core` (learning math) and `keima-proto` (wire contract); filled in
-//! by the learner and distributed-training issues.
+//! Keima's coordinator: it owns the weights, hands out shards of work to workers, merges
+//! their gradients exactly once with the learner's sparse AdaGrad, checkpoints, and exports.
+//! Data flow: `config` → `queue` (shards, leases) → `service` (gRPC) → `core` (merge:
+//! `journal` first, then `weights_state`) → `checkpoint`; `metrics` serves counters.
 
-/// The wire version this coordinator speaks.
-pub fn protocol_version() -> u32 {
-    keima_proto::PROTOCOL_VERSION
-}
+pub mod checkpoint;
+pub mod config;
+pub mod core;
+pub mod fsutil;
+pub mod journal;
+pub mod queue;
+pub mod weights_state;
+
+pub use config::TrainConfig;

@@ -9,6 +9,7 @@ pub mod data;
 pub mod export;
 pub mod features;
 pub mod gradient;
+pub mod quantized;
 pub mod trainer;
 pub mod weights;
 

@@ -1,0 +1,713 @@
+//! The coordinator's state and its operations, without networking: build the shard queue
+//! from the config, lease, heartbeat, give back, merge a push exactly once (journal first),
+//! checkpoint, resume, export. The gRPC service (`service.rs`) is a thin layer over this.
+
+use crate::checkpoint::{self, CheckpointState, Totals};
+use crate::config::{StalePolicy, TrainConfig};
+use crate::journal::{self, JournalMeta};
+use crate::queue::{LeaseDecision, PushDecision, Queue, ShardSpec};
+use crate::weights_state::WeightState;
+use engine_core::eval::patterns::PatternSet;
+use engine_core::learn::trainer::{ValidationMetrics, init_weights, pattern_hash, validate};
+use engine_core::learn::weights::{LAYOUT_KPPT_TRIANGLE, WeightFile};
+use engine_core::teacher::{PackedSfenValue, ShardReader, ShardSettings, ShardWriter, TeacherRecord};
+use keima_proto::v1;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+pub const WEIGHTS_NAME: &str = "weights.kw";
+pub const METRICS_NAME: &str = "metrics.jsonl";
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A verified upload, ready to merge.
+pub struct ReceivedPush {
+    pub worker_id: String,
+    pub shard_id: u64,
+    pub attempt: u32,
+    pub computed_on: u64,
+    pub gradient: Vec<(u32, [f32; 2])>,
+    /// Raw 40-byte PackedSfenValue records.
+    pub records: Vec<u8>,
+    pub stats: v1::ShardStats,
+    pub wire_bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkerInfo {
+    pub name: String,
+    pub threads: u32,
+    pub last_seen_ms: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct LatencyLog {
+    pub push_ms: Vec<f64>,
+}
+
+pub struct Core {
+    pub cfg: TrainConfig,
+    pub run_dir: PathBuf,
+    pub run_id: String,
+    pub layout: v1::Layout,
+    pub pattern_file: Vec<u8>,
+    pub queue: Mutex<Queue>,
+    pub weights: Mutex<WeightState>,
+    pub totals: Mutex<Totals>,
+    pub workers: Mutex<HashMap<String, WorkerInfo>>,
+    pub version: AtomicU64,
+    pub started: Instant,
+    pub stop_requested: AtomicBool,
+    next_worker: AtomicU64,
+    validation: Vec<TeacherRecord>,
+    pub last_validation: Mutex<Option<ValidationMetrics>>,
+    /// Loss and positions since the last metrics line.
+    interval: Mutex<(f64, u64)>,
+}
+
+fn pattern_bytes(cfg: &TrainConfig) -> Result<(Option<PatternSet>, Vec<u8>), String> {
+    match &cfg.learn.patterns {
+        None => Ok((None, Vec::new())),
+        Some(p) => {
+            let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let set = engine_core::eval::patterns::file::load(p).map_err(|e| e.to_string())?;
+            Ok((Some(set), bytes))
+        }
+    }
+}
+
+fn load_openings(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("openings {}: {e}", path.display()))?;
+    let mut v = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        engine_core::teacher::gensfen::Opening::parse_usi(line)
+            .map_err(|e| format!("openings {} line {}: {e}", path.display(), n + 1))?;
+        v.push(line.to_string());
+    }
+    if v.is_empty() {
+        return Err(format!("openings {}: no opening lines", path.display()));
+    }
+    Ok(v)
+}
+
+/// Records readable from a teacher shard (valid ones, as a worker's reader counts them).
+fn count_records(path: &Path) -> Result<u64, String> {
+    let mut r = ShardReader::open(path).map_err(|e| e.to_string())?;
+    let mut n = 0;
+    while r.next_record().map_err(|e| e.to_string())?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn record_files(paths: &[PathBuf]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut stack = vec![p.clone()];
+            while let Some(d) = stack.pop() {
+                let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
+                    .map_err(|e| format!("{}: {e}", d.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .collect();
+                entries.sort();
+                for e in entries {
+                    if e.is_dir() {
+                        stack.push(e);
+                    } else if let Some(ext) = e.extension().and_then(|x| x.to_str())
+                        && ["csa", "kif", "kifu", "ki2", "ki2u", "usi", "sfen"]
+                            .contains(&ext.to_lowercase().as_str())
+                    {
+                        out.push(e.to_string_lossy().to_string());
+                    }
+                }
+            }
+        } else if p.is_file() {
+            out.push(p.to_string_lossy().to_string());
+        } else {
+            return Err(format!("[records] {}: no such file or directory", p.display()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The shard specs of a config, in queue order: teacher shards, then record shards, then
+/// self-play shards.
+pub fn build_specs(cfg: &TrainConfig) -> Result<Vec<ShardSpec>, String> {
+    let mut specs = Vec::new();
+    if let Some(t) = &cfg.teacher {
+        for path in engine_core::learn::data::resolve_shards(&t.paths)? {
+            let n = count_records(&path)?;
+            let mut start = 0;
+            while start < n {
+                let count = t.records_per_shard.min(n - start);
+                specs.push(ShardSpec::Teacher { path: path.to_string_lossy().to_string(), start, count });
+                start += count;
+            }
+        }
+    }
+    if let Some(r) = &cfg.records {
+        let files = record_files(&r.paths)?;
+        let unknown = match r.unknown_result.as_str() {
+            "draw" => 1,
+            "last_mover_wins" => 2,
+            _ => 0,
+        };
+        for chunk in files.chunks(r.files_per_shard) {
+            specs.push(ShardSpec::Records {
+                paths: chunk.to_vec(),
+                depth: r.depth,
+                nodes: r.nodes,
+                unknown_result: unknown,
+            });
+        }
+    }
+    if let Some(s) = &cfg.selfplay {
+        let openings = match &s.openings {
+            Some(p) => load_openings(p)?,
+            None => Vec::new(),
+        };
+        for i in 0..s.shards {
+            let seed = engine_core::teacher::gensfen::game_seed(cfg.seed, 1_000_000 + i);
+            let mut rng = engine_core::teacher::gensfen::Rng::new(seed);
+            let picked = if openings.is_empty() {
+                Vec::new()
+            } else {
+                (0..s.openings_per_shard.max(1))
+                    .map(|_| openings[rng.below(openings.len())].clone())
+                    .collect()
+            };
+            specs.push(ShardSpec::SelfPlay {
+                seed,
+                games: s.games_per_shard,
+                openings: picked,
+                depth: s.depth,
+                nodes: s.nodes,
+                random_moves: s.random_moves,
+                max_plies: s.max_plies,
+                eval_limit: s.eval_limit,
+                write_minply: s.write_minply,
+            });
+        }
+    }
+    if specs.is_empty() {
+        return Err("config: the work sources hold no work (empty teacher shards or no record files)".into());
+    }
+    Ok(specs)
+}
+
+fn new_run_id() -> String {
+    format!("{:x}-{:x}", now_ms(), std::process::id())
+}
+
+impl Core {
+    /// A new run in `cfg.run_dir` (refuses a directory that already holds weights).
+    pub fn create(cfg: TrainConfig) -> Result<Core, String> {
+        cfg.check()?;
+        let run_dir = cfg.run_dir.clone();
+        std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+        let wpath = run_dir.join(WEIGHTS_NAME);
+        if wpath.exists() {
+            return Err(format!(
+                "{} exists: continue with `keima train --resume {}` or choose another run_dir",
+                wpath.display(),
+                run_dir.display()
+            ));
+        }
+        let specs = build_specs(&cfg)?;
+        let (patterns, pattern_file) = pattern_bytes(&cfg)?;
+        let file = if let Some(src) = &cfg.learn.init_weights {
+            let mut w = WeightFile::open(src, true).map_err(|e| e.to_string())?;
+            w.copy_sparse(&wpath).map_err(|e| e.to_string())?;
+            let mut w = WeightFile::open(&wpath, false).map_err(|e| e.to_string())?;
+            w.header.updates = 0;
+            w.header.examples = 0;
+            w.write_header();
+            w
+        } else {
+            let kppt = match &cfg.learn.init_kppt {
+                Some(dir) => {
+                    Some(engine_core::eval::kppt_file::load_kppt_dir(dir).map_err(|e| e.to_string())?)
+                }
+                None => None,
+            };
+            init_weights(&wpath, kppt.as_ref(), patterns.as_ref())?
+        };
+        let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
+        let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())?;
+        std::fs::remove_dir_all(journal::dir(&core.run_dir)).ok();
+        Ok(core)
+    }
+
+    /// Continues a run from its newest valid checkpoint plus the journal after it.
+    /// Returns the core and warnings (skipped checkpoints).
+    pub fn resume(path: &Path, listen: Option<String>) -> Result<(Core, Vec<String>), String> {
+        let (dir, state, mut ckw, mut warnings) = checkpoint::load_newest(path)?;
+        let mut cfg = state.config.clone();
+        if let Some(l) = listen {
+            cfg.coordinator.listen = l;
+        }
+        let run_dir = cfg.run_dir.clone();
+        let wpath = run_dir.join(WEIGHTS_NAME);
+        ckw.copy_sparse(&wpath).map_err(|e| e.to_string())?;
+        drop(ckw);
+        let file = WeightFile::open(&wpath, false).map_err(|e| e.to_string())?;
+        let (patterns, pattern_file) = pattern_bytes(&cfg)?;
+        let mut queue = state.queue.clone();
+        queue.release_all_leases();
+        let core =
+            Self::assemble(cfg, file, patterns, pattern_file, queue, state.totals.clone(), state.run_id)?;
+        let replayed = core.replay_journal()?;
+        warnings.push(format!(
+            "resumed from {} (version {}), replayed {replayed} journal merges",
+            dir.display(),
+            state.weights_version
+        ));
+        Ok((core, warnings))
+    }
+
+    fn assemble(
+        cfg: TrainConfig,
+        file: WeightFile,
+        patterns: Option<PatternSet>,
+        pattern_file: Vec<u8>,
+        queue: Queue,
+        totals: Totals,
+        run_id: String,
+    ) -> Result<Core, String> {
+        let layout = v1::Layout {
+            layout_id: LAYOUT_KPPT_TRIANGLE,
+            fe_end: engine_core::eval::bona_piece::FE_END as u32,
+            features: file.header.features() as u64,
+            patterns: file.header.patterns,
+            pattern_hash: patterns.as_ref().map_or(0, pattern_hash),
+        };
+        let ws =
+            WeightState::new(file, patterns.as_ref(), cfg.learn.adagrad(), cfg.coordinator.delta_versions)?;
+        let mut validation = Vec::new();
+        if let Some(v) = &cfg.learn.validation {
+            let mut r = ShardReader::open(v).map_err(|e| e.to_string())?;
+            while validation.len() < cfg.learn.validation_max {
+                match r.next_record().map_err(|e| e.to_string())? {
+                    Some(rec) => validation.push(rec),
+                    None => break,
+                }
+            }
+        }
+        Ok(Core {
+            run_dir: cfg.run_dir.clone(),
+            version: AtomicU64::new(ws.version()),
+            cfg,
+            run_id,
+            layout,
+            pattern_file,
+            queue: Mutex::new(queue),
+            weights: Mutex::new(ws),
+            totals: Mutex::new(totals),
+            workers: Mutex::new(HashMap::new()),
+            started: Instant::now(),
+            stop_requested: AtomicBool::new(false),
+            next_worker: AtomicU64::new(1),
+            validation,
+            last_validation: Mutex::new(None),
+            interval: Mutex::new((0.0, 0)),
+        })
+    }
+
+    /// Applies journal entries newer than the loaded weights, in order.
+    fn replay_journal(&self) -> Result<u64, String> {
+        let mut w = self.weights.lock().unwrap();
+        let mut n = 0;
+        for (seq, path) in journal::list(&self.run_dir) {
+            if seq <= w.version() {
+                continue;
+            }
+            if seq != w.version() + 1 {
+                return Err(format!(
+                    "{}: journal gap: the weights are at version {} but the next entry is {seq}",
+                    path.display(),
+                    w.version()
+                ));
+            }
+            let (meta, grads) = journal::read(&path, self.layout.features)?;
+            w.merge(&grads, meta.used);
+            let mut q = self.queue.lock().unwrap();
+            q.mark_done(meta.shard_id, meta.seq, meta.positions);
+            let mut t = self.totals.lock().unwrap();
+            t.merges += 1;
+            t.positions_merged += meta.positions;
+            t.positions_used += meta.used;
+            t.gradient_entries_merged += meta.entries;
+            t.loss_sum += meta.loss_sum;
+            t.staleness_sum += seq - 1 - meta.computed_on;
+            n += 1;
+        }
+        self.version.store(w.version(), Ordering::SeqCst);
+        Ok(n)
+    }
+
+    pub fn lease_ms(&self) -> u64 {
+        self.cfg.coordinator.lease_seconds * 1000
+    }
+
+    pub fn register(&self, name: &str, threads: u32) -> String {
+        let n = self.next_worker.fetch_add(1, Ordering::SeqCst);
+        let clean: String =
+            name.chars().filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c)).take(64).collect();
+        let id = format!("w{n}-{clean}");
+        self.workers
+            .lock()
+            .unwrap()
+            .insert(id.clone(), WorkerInfo { name: name.to_string(), threads, last_seen_ms: now_ms() });
+        id
+    }
+
+    /// Marks a worker as seen; false if the id is unknown (not registered with this run).
+    pub fn touch(&self, worker_id: &str) -> bool {
+        match self.workers.lock().unwrap().get_mut(worker_id) {
+            Some(w) => {
+                w.last_seen_ms = now_ms();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn workers_alive(&self) -> u64 {
+        let limit =
+            now_ms().saturating_sub(self.lease_ms().max(3 * self.cfg.coordinator.heartbeat_ms as u64));
+        self.workers.lock().unwrap().values().filter(|w| w.last_seen_ms >= limit).count() as u64
+    }
+
+    /// A lease for `worker_id`, as the wire message.
+    pub fn lease(&self, worker_id: &str) -> v1::LeaseReply {
+        if self.stop_requested.load(Ordering::SeqCst) {
+            return v1::LeaseReply {
+                state: v1::lease_reply::State::Wait as i32,
+                lease: None,
+                retry_ms: 1000,
+            };
+        }
+        let mut q = self.queue.lock().unwrap();
+        match q.lease(worker_id, now_ms(), self.lease_ms()) {
+            LeaseDecision::Leased { shard, attempt, deadline_ms } => {
+                let spec = q.get(shard).expect("leased shard exists").spec.clone();
+                drop(q);
+                v1::LeaseReply {
+                    state: v1::lease_reply::State::Leased as i32,
+                    lease: Some(self.lease_message(shard, attempt, deadline_ms, spec)),
+                    retry_ms: 0,
+                }
+            }
+            LeaseDecision::Wait => {
+                v1::LeaseReply { state: v1::lease_reply::State::Wait as i32, lease: None, retry_ms: 500 }
+            }
+            LeaseDecision::Finished => {
+                v1::LeaseReply { state: v1::lease_reply::State::Finished as i32, lease: None, retry_ms: 0 }
+            }
+        }
+    }
+
+    fn lease_message(&self, shard: u64, attempt: u32, deadline_ms: u64, spec: ShardSpec) -> v1::Lease {
+        use v1::lease::Kind;
+        let kind = match spec {
+            ShardSpec::SelfPlay {
+                seed,
+                games,
+                openings,
+                depth,
+                nodes,
+                random_moves,
+                max_plies,
+                eval_limit,
+                write_minply,
+            } => Kind::Selfplay(v1::SelfPlaySpec {
+                seed,
+                games,
+                openings,
+                depth,
+                nodes,
+                random_moves,
+                max_plies,
+                eval_limit,
+                write_minply,
+            }),
+            ShardSpec::Teacher { path, start, count } => {
+                Kind::Teacher(v1::TeacherSpec { path, start, count })
+            }
+            ShardSpec::Records { paths, depth, nodes, unknown_result } => {
+                Kind::Records(v1::RecordsSpec { paths, depth, nodes, unknown_result })
+            }
+        };
+        let l = self.cfg.learn.loss();
+        v1::Lease {
+            shard_id: shard,
+            attempt,
+            deadline_unix_ms: deadline_ms,
+            weights_version: self.version.load(Ordering::SeqCst),
+            kind: Some(kind),
+            loss: Some(v1::LossSpec { lambda: l.lambda, eval_limit: l.eval_limit, skip_draws: l.skip_draws }),
+            return_records: self.cfg.coordinator.keep_teacher_records,
+        }
+    }
+
+    pub fn heartbeat(&self, shard: u64, attempt: u32) -> v1::HeartbeatReply {
+        let d = self.queue.lock().unwrap().heartbeat(shard, attempt, now_ms(), self.lease_ms());
+        v1::HeartbeatReply {
+            lease_valid: d.is_some(),
+            deadline_unix_ms: d.unwrap_or(0),
+            weights_version: self.version.load(Ordering::SeqCst),
+        }
+    }
+
+    pub fn give_back(&self, shard: u64, attempt: u32, failed: bool, error: &str) -> bool {
+        if failed {
+            tracing::warn!(shard, attempt, "worker failed on the shard: {error}");
+        }
+        self.queue.lock().unwrap().give_back(shard, attempt, failed, error)
+    }
+
+    /// Merges a verified push exactly once. Blocking (CPU and disk): call from a blocking
+    /// thread.
+    pub fn merge_push(&self, mut p: ReceivedPush) -> Result<v1::PushReply, String> {
+        use v1::push_reply::Outcome;
+        let started = Instant::now();
+        let mut w = self.weights.lock().unwrap();
+        {
+            let mut t = self.totals.lock().unwrap();
+            t.bytes_in += p.wire_bytes;
+        }
+        let decision = self.queue.lock().unwrap().push_decision(p.shard_id);
+        match decision {
+            PushDecision::Unknown => return Err(format!("shard {} does not exist in this run", p.shard_id)),
+            PushDecision::Duplicate => {
+                self.totals.lock().unwrap().duplicate_pushes += 1;
+                return Ok(v1::PushReply {
+                    outcome: Outcome::Duplicate as i32,
+                    weights_version: w.version(),
+                    merge_seq: 0,
+                    weight_factor: 0.0,
+                });
+            }
+            PushDecision::Merge => {}
+        }
+        let version = w.version();
+        if p.computed_on > version {
+            return Err(format!(
+                "the gradient claims weights version {} but the coordinator is at {version}",
+                p.computed_on
+            ));
+        }
+        let staleness = version - p.computed_on;
+        let c = &self.cfg.coordinator;
+        let mut factor = 1.0f64;
+        if staleness > c.max_staleness {
+            match c.stale_policy {
+                StalePolicy::Reject => {
+                    self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
+                    self.totals.lock().unwrap().stale_pushes += 1;
+                    return Ok(v1::PushReply {
+                        outcome: Outcome::Stale as i32,
+                        weights_version: version,
+                        merge_seq: 0,
+                        weight_factor: 0.0,
+                    });
+                }
+                StalePolicy::Downweight => {
+                    factor = 1.0 / (1.0 + (staleness - c.max_staleness) as f64);
+                    let f = factor as f32;
+                    for g in &mut p.gradient {
+                        g.1[0] *= f;
+                        g.1[1] *= f;
+                    }
+                }
+            }
+        }
+        let seq = version + 1;
+        let mut kept = 0;
+        if c.keep_teacher_records && !p.records.is_empty() {
+            kept = self.keep_records(p.shard_id, &p.records)?;
+        }
+        let meta = JournalMeta {
+            seq,
+            shard_id: p.shard_id,
+            attempt: p.attempt,
+            worker: p.worker_id.clone(),
+            computed_on: p.computed_on,
+            factor,
+            positions: p.stats.positions,
+            used: p.stats.used,
+            loss_sum: p.stats.loss_sum,
+            entries: p.gradient.len() as u64,
+        };
+        journal::write(&self.run_dir, &meta, &p.gradient)?;
+        w.merge(&p.gradient, p.stats.used);
+        self.version.store(w.version(), Ordering::SeqCst);
+        self.queue.lock().unwrap().mark_done(p.shard_id, seq, p.stats.positions);
+        {
+            let mut t = self.totals.lock().unwrap();
+            t.merges += 1;
+            t.positions_merged += p.stats.positions;
+            t.positions_used += p.stats.used;
+            t.gradient_entries_merged += p.gradient.len() as u64;
+            t.loss_sum += p.stats.loss_sum;
+            t.staleness_sum += staleness;
+            t.teacher_records_kept += kept;
+        }
+        {
+            let mut i = self.interval.lock().unwrap();
+            i.0 += p.stats.loss_sum;
+            i.1 += p.stats.used;
+        }
+        tracing::debug!(
+            shard = p.shard_id,
+            seq,
+            staleness,
+            ms = started.elapsed().as_millis() as u64,
+            "merged"
+        );
+        if c.checkpoint_every > 0 && seq.is_multiple_of(c.checkpoint_every) {
+            self.checkpoint_locked(&mut w)?;
+        }
+        if self.cfg.learn.validate_every > 0 && seq.is_multiple_of(self.cfg.learn.validate_every) {
+            self.metrics_line_locked(&w)?;
+        }
+        Ok(v1::PushReply {
+            outcome: Outcome::Merged as i32,
+            weights_version: seq,
+            merge_seq: seq,
+            weight_factor: factor,
+        })
+    }
+
+    /// Validates and stores returned teacher records as `teacher/shard-<id>.psv.zst`.
+    fn keep_records(&self, shard: u64, raw: &[u8]) -> Result<u64, String> {
+        let dir = self.run_dir.join("teacher");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = dir.join(format!("shard-{shard:08}.psv.zst"));
+        let settings = ShardSettings {
+            eval_id: format!("keima-train {}", self.run_id),
+            settings: serde_json::json!({ "shard": shard }),
+            ..ShardSettings::default()
+        };
+        let mut wr = ShardWriter::create(&path, settings).map_err(|e| e.to_string())?;
+        for rec in raw.chunks_exact(PackedSfenValue::SIZE) {
+            let psv = PackedSfenValue::from_bytes(rec.try_into().expect("chunks of 40"));
+            wr.write(&psv).map_err(|e| e.to_string())?;
+        }
+        let m = wr.finish().map_err(|e| e.to_string())?;
+        Ok(m.records)
+    }
+
+    fn checkpoint_state(&self, w: &WeightState) -> CheckpointState {
+        CheckpointState {
+            format: checkpoint::FORMAT,
+            run_id: self.run_id.clone(),
+            weights_version: w.version(),
+            weights_checksum: 0,
+            queue: self.queue.lock().unwrap().clone(),
+            totals: self.totals.lock().unwrap().clone(),
+            config: self.cfg.clone(),
+            created_unix: now_ms() / 1000,
+        }
+    }
+
+    fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, String> {
+        let state = self.checkpoint_state(w);
+        let dir =
+            checkpoint::write(&self.run_dir, &mut w.file, state, self.cfg.coordinator.keep_checkpoints)?;
+        journal::prune(&self.run_dir, w.version());
+        tracing::info!(version = w.version(), "checkpoint {}", dir.display());
+        Ok(dir)
+    }
+
+    /// Writes a checkpoint now (end of run, signal).
+    pub fn checkpoint(&self) -> Result<PathBuf, String> {
+        let mut w = self.weights.lock().unwrap();
+        self.checkpoint_locked(&mut w)
+    }
+
+    fn metrics_line_locked(&self, w: &WeightState) -> Result<(), String> {
+        let v = if self.validation.is_empty() {
+            None
+        } else {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| e.to_string())?;
+            Some(validate(
+                &w.evaluator,
+                &self.validation,
+                &self.cfg.learn.loss(),
+                self.cfg.learn.validation_depth,
+                &pool,
+            ))
+        };
+        let (loss_sum, used) = std::mem::take(&mut *self.interval.lock().unwrap());
+        let t = self.totals.lock().unwrap().clone();
+        let line = serde_json::json!({
+            "updates": w.version(),
+            "positions": t.positions_merged,
+            "train_loss": if used > 0 { Some(loss_sum / used as f64) } else { None },
+            "test_records": v.map(|v| v.records),
+            "test_loss": v.map(|v| v.test_loss),
+            "move_agreement": v.filter(|v| v.moves_compared > 0).map(|v| v.move_agreement),
+            "mean_abs_eval_diff": v.map(|v| v.mean_abs_eval_diff),
+            "elapsed_s": self.started.elapsed().as_secs_f64(),
+        });
+        let path = self.run_dir.join(METRICS_NAME);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(v) = v {
+            *self.last_validation.lock().unwrap() = Some(v);
+        }
+        Ok(())
+    }
+
+    /// A metrics line now (start and end of a run).
+    pub fn metrics_line(&self) -> Result<(), String> {
+        let w = self.weights.lock().unwrap();
+        self.metrics_line_locked(&w)
+    }
+
+    pub fn finished(&self) -> bool {
+        self.queue.lock().unwrap().finished()
+    }
+
+    /// Exports the current weights as KPPT files (and the pattern file) to `<run_dir>/eval`.
+    pub fn export(&self) -> Result<(PathBuf, u64), String> {
+        let w = self.weights.lock().unwrap();
+        let dir = self.run_dir.join("eval");
+        let set = self.pattern_set()?;
+        let pat_out = dir.join("patterns.kpat");
+        let c = engine_core::learn::export::export_kppt(
+            &w.file,
+            &dir,
+            set.as_ref().map(|s| (s, pat_out.as_path())),
+        )?;
+        Ok((dir, c.total()))
+    }
+
+    fn pattern_set(&self) -> Result<Option<PatternSet>, String> {
+        match &self.cfg.learn.patterns {
+            Some(p) => Ok(Some(engine_core::eval::patterns::file::load(p).map_err(|e| e.to_string())?)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn flush(&self) -> Result<(), String> {
+        self.weights.lock().unwrap().file.flush().map_err(|e| e.to_string())
+    }
+}

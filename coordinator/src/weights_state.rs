@@ -1,0 +1,124 @@
+//! The weights the coordinator owns: the memory-mapped f32 weight file with AdaGrad
+//! accumulators, the quantized evaluator that workers copy, the version counter (= merges
+//! applied), and for the last versions the list of features whose quantized value changed,
+//! so a worker one or a few versions behind gets a small delta instead of a full copy.
+//!
+//! A merge is the learner's sparse AdaGrad step (`engine_core::learn::adagrad::apply`), so a
+//! sequence of merges equals `keima learn` with the same gradients in the same order.
+
+use engine_core::eval::Evaluator;
+use engine_core::eval::patterns::PatternSet;
+use engine_core::learn::adagrad::{self, AdaGradConfig, Quantized};
+use engine_core::learn::quantized;
+use engine_core::learn::trainer::evaluator_from_weights;
+use engine_core::learn::weights::WeightFile;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+pub struct WeightState {
+    pub file: WeightFile,
+    pub evaluator: Arc<Evaluator>,
+    pub adagrad: AdaGradConfig,
+    /// Versions with their changed feature lists (sorted), oldest first.
+    changes: VecDeque<(u64, Vec<u32>)>,
+    max_versions: usize,
+    /// Bound on the entries kept in `changes` (memory), whatever `max_versions` says.
+    max_logged_entries: usize,
+    logged_entries: usize,
+}
+
+/// What one merge did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MergeOutcome {
+    /// Weights whose f32 value changed.
+    pub touched: usize,
+    /// Features whose quantized value changed (what a delta sync sends).
+    pub quantized_changed: usize,
+}
+
+impl WeightState {
+    pub fn new(
+        file: WeightFile,
+        patterns: Option<&PatternSet>,
+        adagrad: AdaGradConfig,
+        max_versions: usize,
+    ) -> Result<WeightState, String> {
+        let evaluator = Arc::new(evaluator_from_weights(&file, patterns)?);
+        Ok(WeightState {
+            file,
+            evaluator,
+            adagrad,
+            changes: VecDeque::new(),
+            max_versions,
+            max_logged_entries: 64 << 20,
+            logged_entries: 0,
+        })
+    }
+
+    /// The version (number of merges applied).
+    pub fn version(&self) -> u64 {
+        self.file.header.updates
+    }
+
+    /// Applies one summed gradient (sorted, distinct indices) as one AdaGrad update.
+    pub fn merge(&mut self, grads: &[(u32, [f32; 2])], examples: u64) -> MergeOutcome {
+        let update_no = self.version();
+        let ev = Arc::get_mut(&mut self.evaluator).expect("no search holds the coordinator's evaluator");
+        let (kppt, mut patterns) = quantized::tables_mut(ev).expect("unique tables");
+        let before: Vec<[i32; 2]> =
+            grads.iter().map(|&(i, _)| quantized::get(kppt, patterns.as_deref(), i as usize)).collect();
+        let touched = {
+            let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
+            adagrad::apply(&self.adagrad, update_no, self.file.records_mut(), grads, Some(&mut q))
+        };
+        let changed: Vec<u32> = grads
+            .iter()
+            .zip(&before)
+            .filter(|&(&(i, _), b)| quantized::get(kppt, patterns.as_deref(), i as usize) != *b)
+            .map(|(&(i, _), _)| i)
+            .collect();
+        let quantized_changed = changed.len();
+        self.file.header.updates += 1;
+        self.file.header.examples += examples;
+        self.file.write_header();
+        self.logged_entries += changed.len();
+        self.changes.push_back((self.version(), changed));
+        while self.changes.len() > self.max_versions || self.logged_entries > self.max_logged_entries {
+            let Some((_, old)) = self.changes.pop_front() else { break };
+            self.logged_entries -= old.len();
+        }
+        MergeOutcome { touched, quantized_changed }
+    }
+
+    fn value(&self, index: u32) -> [i32; 2] {
+        let kppt = self.evaluator.kppt.as_deref().expect("training evaluator has KPPT");
+        quantized::get(kppt, self.evaluator.patterns.as_deref(), index as usize)
+    }
+
+    /// Every non-zero quantized value (a full copy).
+    pub fn full_entries(&self) -> Vec<(u32, [i32; 2])> {
+        let kppt = self.evaluator.kppt.as_deref().expect("training evaluator has KPPT");
+        quantized::nonzero_entries(kppt, self.evaluator.patterns.as_deref())
+    }
+
+    /// The current values of every feature changed after version `since`; `None` when the
+    /// log no longer reaches back that far (send a full copy) or `since` is in the future.
+    pub fn delta_entries(&self, since: u64) -> Option<Vec<(u32, [i32; 2])>> {
+        let now = self.version();
+        if since > now {
+            return None;
+        }
+        if since == now {
+            return Some(Vec::new());
+        }
+        let oldest = self.changes.front()?.0;
+        if since + 1 < oldest {
+            return None;
+        }
+        let mut idx: Vec<u32> =
+            self.changes.iter().filter(|(v, _)| *v > since).flat_map(|(_, c)| c.iter().copied()).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        Some(idx.into_iter().map(|i| (i, self.value(i))).collect())
+    }
+}

@@ -1,0 +1,152 @@
+//! The quantized evaluation addressed by global feature index (the weight file's order):
+//! read one value, write one value, and list every non-zero value in index order. This is
+//! what a remote copy of the weights needs to follow the trainer's tables exactly (a full
+//! copy, then only the entries whose quantized value changed).
+
+use super::weights::{Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, decode_index};
+use crate::eval::Evaluator;
+use crate::eval::bona_piece::FE_END;
+use crate::eval::kppt::KpptTables;
+use crate::eval::patterns::PatternSet;
+use rayon::prelude::*;
+
+/// A quantized value: `[board, turn]` (patterns use only `board`).
+pub type Value = [i32; 2];
+
+/// The quantized value of feature `index`.
+pub fn get(tables: &KpptTables, patterns: Option<&PatternSet>, index: usize) -> Value {
+    match decode_index(index) {
+        Feature::Kk { bk, wk } => tables.kk.as_slice()[bk * 81 + wk],
+        Feature::Kkp { .. } => tables.kkp.as_slice()[index - KKP_BASE],
+        Feature::Kpp { k, a, b } => {
+            let v = tables.kpp.as_slice()[(k * FE_END + a) * FE_END + b];
+            [v[0] as i32, v[1] as i32]
+        }
+        Feature::Pattern(i) => [patterns.and_then(|p| p.weights().get(i).copied()).unwrap_or(0), 0],
+    }
+}
+
+/// Writes feature `index` (both symmetric KPP cells). Values that the feature's table
+/// cannot hold, an index past the layout, or a non-zero turn part of a pattern are errors.
+pub fn set(
+    tables: &mut KpptTables,
+    patterns: Option<&mut PatternSet>,
+    index: usize,
+    v: Value,
+) -> Result<(), String> {
+    match decode_index(index) {
+        Feature::Kk { bk, wk } => tables.kk.make_mut()[bk * 81 + wk] = v,
+        Feature::Kkp { p, .. } => {
+            if p == 0 && v != [0, 0] {
+                return Err(format!("feature {index}: KKP of BonaPiece 0 must stay 0"));
+            }
+            tables.kkp.make_mut()[index - KKP_BASE] = v;
+        }
+        Feature::Kpp { k, a, b } => {
+            let lim = i16::MAX as i32;
+            if v[0].abs() > lim || v[1].abs() > lim {
+                return Err(format!("feature {index}: KPP value {v:?} outside ±{lim}"));
+            }
+            let q = [v[0] as i16, v[1] as i16];
+            let kpp = tables.kpp.make_mut();
+            kpp[(k * FE_END + a) * FE_END + b] = q;
+            kpp[(k * FE_END + b) * FE_END + a] = q;
+        }
+        Feature::Pattern(i) => {
+            let Some(p) = patterns.filter(|p| i < p.len()) else {
+                return Err(format!("feature {index}: pattern {i} does not exist in this layout"));
+            };
+            if v[1] != 0 {
+                return Err(format!("feature {index}: a pattern has no turn part"));
+            }
+            p.set_weight(i, v[0]);
+        }
+    }
+    Ok(())
+}
+
+/// Every non-zero quantized value, sorted by feature index.
+pub fn nonzero_entries(tables: &KpptTables, patterns: Option<&PatternSet>) -> Vec<(u32, Value)> {
+    let mut out: Vec<(u32, Value)> = Vec::new();
+    for (i, &v) in tables.kk.as_slice().iter().enumerate() {
+        if v != [0, 0] {
+            out.push((i as u32, v));
+        }
+    }
+    for (i, &v) in tables.kkp.as_slice().iter().enumerate() {
+        if v != [0, 0] {
+            out.push(((KKP_BASE + i) as u32, v));
+        }
+    }
+    let kpp = tables.kpp.as_slice();
+    let per_king: Vec<Vec<(u32, Value)>> = (0..81)
+        .into_par_iter()
+        .map(|k| {
+            let mut part = Vec::new();
+            let base = KPP_BASE + k * KPP_TRI;
+            let mut t = 0usize;
+            for a in 2..FE_END {
+                let row = &kpp[(k * FE_END + a) * FE_END..(k * FE_END + a) * FE_END + a];
+                for &v in &row[1..] {
+                    // tri(a, b) runs 0, 1, 2, ... in this loop order (a ascending, b < a).
+                    if v != [0, 0] {
+                        part.push(((base + t) as u32, [v[0] as i32, v[1] as i32]));
+                    }
+                    t += 1;
+                }
+            }
+            part
+        })
+        .collect();
+    for part in per_king {
+        out.extend(part);
+    }
+    if let Some(p) = patterns {
+        for (i, &w) in p.weights().iter().enumerate() {
+            if w != 0 {
+                out.push(((PATTERN_BASE + i) as u32, [w, 0]));
+            }
+        }
+    }
+    out
+}
+
+/// The tables of a training evaluator (material + KPPT + optional patterns), mutable.
+/// `None` when a searcher still holds a reference.
+pub fn tables_mut(ev: &mut Evaluator) -> Option<(&mut KpptTables, Option<&mut PatternSet>)> {
+    let kppt = std::sync::Arc::get_mut(ev.kppt.as_mut()?)?;
+    let patterns = match ev.patterns.as_mut() {
+        Some(p) => Some(std::sync::Arc::get_mut(p)?),
+        None => None,
+    };
+    Some((kppt, patterns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learn::weights::{kk_index, kkp_index, kpp_index, pattern_index};
+
+    #[test]
+    fn set_get_and_list_agree() {
+        let mut t = KpptTables::zeros();
+        let mut p = PatternSet::new(Vec::new(), Vec::new());
+        let idx = [
+            (kk_index(3, 5), [7, -2]),
+            (kkp_index(80, 1, 1547), [-100, 3]),
+            (kpp_index(40, 1500, 100), [32767, -32767]),
+            (kpp_index(0, 2, 1), [1, 0]),
+        ];
+        for &(i, v) in &idx {
+            set(&mut t, Some(&mut p), i, v).unwrap();
+            assert_eq!(get(&t, Some(&p), i), v);
+        }
+        assert_eq!(t.kpp(crate::rules::Square::from_index(40), 100, 1500), [32767, -32767]);
+        let mut want: Vec<(u32, Value)> = idx.iter().map(|&(i, v)| (i as u32, v)).collect();
+        want.sort();
+        assert_eq!(nonzero_entries(&t, Some(&p)), want);
+        assert!(set(&mut t, None, kpp_index(1, 3, 2), [40000, 0]).is_err());
+        assert!(set(&mut t, None, kkp_index(1, 1, 0), [1, 0]).is_err());
+        assert!(set(&mut t, Some(&mut p), pattern_index(0), [1, 0]).is_err(), "no pattern 0");
+    }
+}
