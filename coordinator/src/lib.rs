@@ -8,7 +8,10 @@ pub mod config;
 pub mod core;
 pub mod fsutil;
 pub mod journal;
+pub mod metrics;
 pub mod queue;
+pub mod run;
+pub mod service;
 pub mod weights_state;
 
 pub use config::TrainConfig;
