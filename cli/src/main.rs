@@ -46,12 +46,21 @@ enum Command {
     Export(commands::export::ExportArgs),
     /// Draw learning curves from a metrics JSONL file as SVG.
     Plot(commands::plot::PlotArgs),
+    /// Distributed training: the coordinator (with local workers) for a config.
+    Train(commands::train::TrainArgs),
+    /// A training worker for a coordinator.
+    Worker(commands::worker::WorkerArgs),
+    /// A running coordinator's counters.
+    Status(commands::status::StatusArgs),
 }
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            // `--quiet` keeps the default log to warnings (workers print a line per shard).
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                if std::env::args().any(|a| a == "--quiet") { "warn".into() } else { "info".into() }
+            }),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -70,6 +79,9 @@ fn main() -> ExitCode {
         Command::Learn(args) => commands::learn::run(args),
         Command::Export(args) => commands::export::run(args),
         Command::Plot(args) => commands::plot::run(args),
+        Command::Train(args) => commands::train::run_cmd(args),
+        Command::Worker(args) => commands::worker::run_cmd(args),
+        Command::Status(args) => commands::status::run(args),
     };
     match result {
         Ok(code) => code,

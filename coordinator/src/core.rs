@@ -67,6 +67,8 @@ pub struct Core {
     next_worker: AtomicU64,
     validation: Vec<TeacherRecord>,
     pub last_validation: Mutex<Option<ValidationMetrics>>,
+    /// Version of the newest checkpoint written by this process (none is rewritten).
+    last_checkpoint: Mutex<Option<u64>>,
     /// Loss and positions since the last metrics line.
     interval: Mutex<(f64, u64)>,
 }
@@ -247,6 +249,9 @@ impl Core {
         let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
         let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())?;
         std::fs::remove_dir_all(journal::dir(&core.run_dir)).ok();
+        // A checkpoint at version 0, so a crash before the first regular checkpoint can
+        // resume from it plus the journal (cheap: the weight file is still mostly holes).
+        core.checkpoint()?;
         Ok(core)
     }
 
@@ -321,6 +326,7 @@ impl Core {
             next_worker: AtomicU64::new(1),
             validation,
             last_validation: Mutex::new(None),
+            last_checkpoint: Mutex::new(None),
             interval: Mutex::new((0.0, 0)),
         })
     }
@@ -624,10 +630,17 @@ impl Core {
     }
 
     fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, String> {
+        let name = checkpoint::root(&self.run_dir).join(format!("ckpt-{:012}", w.version()));
+        if *self.last_checkpoint.lock().unwrap() == Some(w.version()) && name.is_dir() {
+            // Same version as the last one (e.g. the final checkpoint right after a
+            // regular one): the queue can only differ in leases, which a resume releases.
+            return Ok(name);
+        }
         let state = self.checkpoint_state(w);
         let dir =
             checkpoint::write(&self.run_dir, &mut w.file, state, self.cfg.coordinator.keep_checkpoints)?;
         journal::prune(&self.run_dir, w.version());
+        *self.last_checkpoint.lock().unwrap() = Some(w.version());
         tracing::info!(version = w.version(), "checkpoint {}", dir.display());
         Ok(dir)
     }

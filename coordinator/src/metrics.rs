@@ -14,7 +14,9 @@ pub fn render(core: &Core) -> String {
     let s = status_of(core);
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: String| {
-        out.push_str(&format!("# HELP keima_{name} {help}\n# TYPE keima_{name} {kind}\nkeima_{name} {value}\n"));
+        out.push_str(&format!(
+            "# HELP keima_{name} {help}\n# TYPE keima_{name} {kind}\nkeima_{name} {value}\n"
+        ));
     };
     metric("shards_total", "gauge", "Shards in the run.", s.shards_total.to_string());
     metric("shards_pending", "gauge", "Shards waiting for a worker.", s.shards_pending.to_string());
@@ -35,9 +37,19 @@ pub fn render(core: &Core) -> String {
     metric("bytes_in_total", "counter", "Compressed payload bytes received.", s.bytes_in.to_string());
     metric("bytes_out_total", "counter", "Compressed payload bytes sent.", s.bytes_out.to_string());
     metric("pushes_rejected_total", "counter", "Pushes rejected as invalid.", s.rejected_pushes.to_string());
-    metric("pushes_duplicate_total", "counter", "Pushes for shards merged before.", s.duplicate_pushes.to_string());
+    metric(
+        "pushes_duplicate_total",
+        "counter",
+        "Pushes for shards merged before.",
+        s.duplicate_pushes.to_string(),
+    );
     metric("pushes_stale_total", "counter", "Pushes rejected as stale.", s.stale_pushes.to_string());
-    metric("staleness_mean", "gauge", "Mean versions between compute and merge.", format!("{}", s.mean_staleness));
+    metric(
+        "staleness_mean",
+        "gauge",
+        "Mean versions between compute and merge.",
+        format!("{}", s.mean_staleness),
+    );
     out
 }
 

@@ -74,6 +74,8 @@ fn spawn_local_worker(opts: &RunOptions, url: &str, token: &str, i: u32) -> Resu
         .args(["worker", "--coordinator", url, "--threads", &opts.worker_threads.to_string()])
         .args(["--name", &format!("local{i}"), "--quiet"])
         .env("KEIMA_TOKEN", token)
+        // Local workers log warnings only, unless the user asked for more.
+        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .stdin(Stdio::null())
         .spawn()
         .map_err(|e| format!("starting local worker {}: {e}", opts.worker_exe.display()))
@@ -105,7 +107,10 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
             let cert = std::fs::read(cert).map_err(|e| format!("tls_cert {}: {e}", cert.display()))?;
             let key = std::fs::read(key).map_err(|e| format!("tls_key {}: {e}", key.display()))?;
             builder = builder
-                .tls_config(tonic::transport::ServerTlsConfig::new().identity(tonic::transport::Identity::from_pem(cert, key)))
+                .tls_config(
+                    tonic::transport::ServerTlsConfig::new()
+                        .identity(tonic::transport::Identity::from_pem(cert, key)),
+                )
                 .map_err(|e| format!("TLS configuration: {e}"))?;
         }
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -46,7 +46,10 @@ pub fn server(core: Arc<Core>, token: &str) -> Server {
     let svc = CoordinatorServer::new(Service { core })
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    tonic::service::interceptor::InterceptedService::new(svc, TokenCheck { expected: Arc::new(token.as_bytes().to_vec()) })
+    tonic::service::interceptor::InterceptedService::new(
+        svc,
+        TokenCheck { expected: Arc::new(token.as_bytes().to_vec()) },
+    )
 }
 
 fn bad(msg: impl Into<String>) -> Status {
@@ -76,7 +79,8 @@ impl Service {
         let core = &self.core;
         let features = core.layout.features;
         let max_bytes = core.cfg.coordinator.max_push_mib << 20;
-        let first = stream.message().await?.ok_or_else(|| bad("empty push: the first chunk must be the header"))?;
+        let first =
+            stream.message().await?.ok_or_else(|| bad("empty push: the first chunk must be the header"))?;
         let Some(Part::Header(h)) = first.part else {
             return Err(bad("the first chunk of a push must be the header"));
         };
@@ -103,10 +107,12 @@ impl Service {
                             core.cfg.coordinator.max_push_mib
                         )));
                     }
-                    let raw = sparse::decompress(&blob, sparse::MAX_BLOB_BYTES).map_err(|e| bad(e.to_string()))?;
+                    let raw =
+                        sparse::decompress(&blob, sparse::MAX_BLOB_BYTES).map_err(|e| bad(e.to_string()))?;
                     sum.update(&raw);
                     let last = gradient.last().map(|g: &(u32, [f32; 2])| g.0);
-                    sparse::decode_gradient(&raw, features, last, &mut gradient).map_err(|e| bad(e.to_string()))?;
+                    sparse::decode_gradient(&raw, features, last, &mut gradient)
+                        .map_err(|e| bad(e.to_string()))?;
                     if gradient.len() as u64 > h.gradient_entries {
                         return Err(bad("more gradient entries than the header announced"));
                     }
@@ -116,7 +122,8 @@ impl Service {
                     if wire > max_bytes {
                         return Err(Status::resource_exhausted("push larger than max_push_mib"));
                     }
-                    let raw = sparse::decompress(&blob, sparse::MAX_BLOB_BYTES).map_err(|e| bad(e.to_string()))?;
+                    let raw =
+                        sparse::decompress(&blob, sparse::MAX_BLOB_BYTES).map_err(|e| bad(e.to_string()))?;
                     if raw.len() % 40 != 0 {
                         return Err(bad("teacher record chunk is not a whole number of 40-byte records"));
                     }
@@ -164,7 +171,10 @@ type ChunkStream = Pin<Box<dyn tokio_stream::Stream<Item = Result<v1::WeightsChu
 
 #[tonic::async_trait]
 impl Coordinator for Service {
-    async fn register(&self, req: Request<v1::RegisterRequest>) -> Result<Response<v1::RegisterReply>, Status> {
+    async fn register(
+        &self,
+        req: Request<v1::RegisterRequest>,
+    ) -> Result<Response<v1::RegisterReply>, Status> {
         let r = req.into_inner();
         checks::protocol(r.protocol).map_err(Status::failed_precondition)?;
         if r.threads == 0 || r.threads > 4096 {
@@ -188,7 +198,10 @@ impl Coordinator for Service {
         Ok(Response::new(self.core.lease(&r.worker_id)))
     }
 
-    async fn heartbeat(&self, req: Request<v1::HeartbeatRequest>) -> Result<Response<v1::HeartbeatReply>, Status> {
+    async fn heartbeat(
+        &self,
+        req: Request<v1::HeartbeatRequest>,
+    ) -> Result<Response<v1::HeartbeatReply>, Status> {
         let r = req.into_inner();
         self.check(r.protocol, &r.worker_id)?;
         Ok(Response::new(self.core.heartbeat(r.shard_id, r.attempt)))
@@ -210,8 +223,11 @@ impl Coordinator for Service {
             let full = delta.is_none();
             let entries = delta.unwrap_or_else(|| w.full_entries());
             drop(w);
-            let parts: Vec<&[(u32, [i32; 2])]> =
-                if entries.is_empty() { vec![&[]] } else { entries.chunks(sparse::ENTRIES_PER_CHUNK).collect() };
+            let parts: Vec<&[(u32, [i32; 2])]> = if entries.is_empty() {
+                vec![&[]]
+            } else {
+                entries.chunks(sparse::ENTRIES_PER_CHUNK).collect()
+            };
             let count = parts.len() as u32;
             parts
                 .into_iter()
@@ -260,7 +276,10 @@ impl Coordinator for Service {
         }
     }
 
-    async fn complete(&self, req: Request<v1::CompleteRequest>) -> Result<Response<v1::CompleteReply>, Status> {
+    async fn complete(
+        &self,
+        req: Request<v1::CompleteRequest>,
+    ) -> Result<Response<v1::CompleteReply>, Status> {
         let r = req.into_inner();
         self.check(r.protocol, &r.worker_id)?;
         let failed = r.reason == v1::complete_request::Reason::Failed as i32;

@@ -1,8 +1,11 @@
-//! The worker: plays or replays the games of a leased shard, searches for teacher values,
-//! computes gradients and returns them. Thin around `engine-core`; filled in by the
-//! distributed-training issue.
+//! Keima's worker: leases shards from a coordinator, generates teacher positions by deep
+//! search (or reads them), computes the learner's sparse gradient, and pushes it back.
+//! Data flow: `run` (the loop, network) → `local_weights` (the synced evaluator) →
+//! `shard_job` (teacher → gradient, all in engine-core).
 
-/// The wire version this worker speaks.
-pub fn protocol_version() -> u32 {
-    keima_proto::PROTOCOL_VERSION
-}
+pub mod local_weights;
+pub mod run;
+pub mod shard_job;
+pub mod simulate;
+
+pub use run::{WorkerOptions, WorkerSummary, fetch_status, run};

@@ -40,6 +40,21 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Coordinator capacity: many simulated workers (in this process) push a recorded real
+    /// gradient for every shard; merges/s, entries/s, push latency, bytes on the wire.
+    Coordinator {
+        /// Concurrent simulated workers.
+        #[arg(long, default_value_t = 64)]
+        workers: usize,
+        /// Pushes (= shards) in the run.
+        #[arg(long, default_value_t = 640)]
+        pushes: u64,
+        /// Teacher positions behind the recorded gradient (one shard's worth).
+        #[arg(long, default_value_t = 1000)]
+        positions: usize,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 const MATSURI: &str = "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1";
@@ -79,6 +94,9 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Eval { patterns, games, json } => super::bench_eval::run(patterns, games, json),
+        BenchCommand::Coordinator { workers, pushes, positions, json } => {
+            super::bench_coordinator::run(workers, pushes, positions, json)
+        }
         BenchCommand::Mate { positions, max_nodes, json } => {
             super::bench_mate::run(positions, max_nodes, json)
         }

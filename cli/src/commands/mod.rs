@@ -1,4 +1,5 @@
 pub mod bench;
+mod bench_coordinator;
 mod bench_eval;
 mod bench_mate;
 pub mod eval;
@@ -11,8 +12,11 @@ pub mod patterns;
 pub mod perft;
 pub mod plot;
 pub mod records;
+pub mod status;
+pub mod train;
 pub mod usi;
 pub mod weights;
+pub mod worker;
 
 /// Errors of a subcommand, already phrased for a person.
 pub type CommandResult = Result<std::process::ExitCode, String>;

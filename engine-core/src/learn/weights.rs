@@ -148,21 +148,63 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// A fast 64-bit checksum of the record data (8 bytes at a time; zero pages are cheap).
+/// A fast 64-bit checksum of the record data (8 bytes at a time; zero words contribute
+/// nothing, so holes of a sparse file can be skipped: see `data_checksum_extents`).
 pub fn data_checksum(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
     let (chunks, rest) = bytes.as_chunks::<8>();
-    for (i, c) in chunks.iter().enumerate() {
-        let w = u64::from_le_bytes(*c);
-        if w != 0 {
-            h ^= (w ^ i as u64).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
-            h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        }
-    }
+    checksum_words(&mut h, chunks, 0);
     for &b in rest {
         h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
     }
     h
+}
+
+fn checksum_words(h: &mut u64, words: &[[u8; 8]], first_index: usize) {
+    for (i, c) in words.iter().enumerate() {
+        let w = u64::from_le_bytes(*c);
+        if w != 0 {
+            *h ^= (w ^ (first_index + i) as u64).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
+            *h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        }
+    }
+}
+
+/// `data_checksum(bytes)` reading only `extents` (byte ranges, 8-byte aligned, sorted,
+/// covering every non-zero byte); `bytes.len()` must be a multiple of 8.
+pub fn data_checksum_extents(bytes: &[u8], extents: &[(usize, usize)]) -> u64 {
+    debug_assert!(bytes.len().is_multiple_of(8));
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
+    for &(start, end) in extents {
+        let (start, end) = (start & !7, end.min(bytes.len()).next_multiple_of(8).min(bytes.len()));
+        checksum_words(&mut h, bytes[start..end].as_chunks::<8>().0, start / 8);
+    }
+    h
+}
+
+/// The byte ranges of `file` that may hold data (not holes), from SEEK_DATA/SEEK_HOLE;
+/// the whole file where the file system cannot tell.
+pub fn file_extents(file: &File, len: u64) -> Vec<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    let mut out = Vec::new();
+    let mut pos: i64 = 0;
+    while (pos as u64) < len {
+        // SAFETY: lseek on a file descriptor we own; no memory is passed.
+        let data = unsafe { libc::lseek(fd, pos, libc::SEEK_DATA) };
+        if data < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO) {
+                break; // no data after pos
+            }
+            return vec![(0, len)];
+        }
+        // SAFETY: as above.
+        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+        let hole = if hole < 0 { len as i64 } else { hole };
+        out.push((data as u64, (hole as u64).min(len)));
+        pos = hole;
+    }
+    out
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -304,7 +346,10 @@ impl WeightFile {
         }
         let header = Header::parse(&head, path, len)?;
         let w = Self::map(path, f, header)?;
-        if verify_data && header.data_checksum != 0 && data_checksum(w.data_bytes()) != header.data_checksum {
+        if verify_data
+            && header.data_checksum != 0
+            && data_checksum_extents(w.data_bytes(), &w.data_extents()) != header.data_checksum
+        {
             return Err(WeightsError::BadDataChecksum { path: path.to_path_buf() });
         }
         Ok(w)
@@ -340,9 +385,23 @@ impl WeightFile {
         self.map[..HEADER_LEN].copy_from_slice(&b);
     }
 
+    /// Data ranges of the file (relative to the start of the records): where it is not a
+    /// hole. Pages that were only read stay holes, so this follows what was written.
+    fn data_extents(&self) -> Vec<(usize, usize)> {
+        let len = self.map.len() as u64;
+        let ext = File::open(&self.path).map(|f| file_extents(&f, len)).unwrap_or_else(|_| vec![(0, len)]);
+        ext.into_iter()
+            .filter(|&(_, e)| e > HEADER_LEN as u64)
+            .map(|(s, e)| ((s as usize).max(HEADER_LEN) - HEADER_LEN, e as usize - HEADER_LEN))
+            .collect()
+    }
+
     /// Records the data checksum in the header and flushes everything to disk.
     pub fn seal(&mut self) -> Result<(), WeightsError> {
-        self.header.data_checksum = data_checksum(self.data_bytes());
+        // Flush first so that written pages are data on disk, not holes.
+        self.flush()?;
+        let ext = self.data_extents();
+        self.header.data_checksum = data_checksum_extents(self.data_bytes(), &ext);
         self.flush()
     }
 
@@ -352,26 +411,30 @@ impl WeightFile {
         self.map.flush().map_err(|source| WeightsError::Io { path: self.path.clone(), what: "flush", source })
     }
 
-    /// Copies the file to `dest` (sparse: zero blocks become holes), fsynced.
+    /// Copies the file to `dest` (sparse: holes and zero blocks stay holes), fsynced. Only
+    /// the data ranges of the source are read.
     pub fn copy_sparse(&mut self, dest: &Path) -> Result<(), WeightsError> {
         use std::io::{Seek, SeekFrom};
-        self.write_header();
+        self.flush()?;
         let io = |what| move |source| WeightsError::Io { path: dest.to_path_buf(), what, source };
         let mut f = File::create(dest).map_err(io("cannot create"))?;
         const BLOCK: usize = 1 << 16;
         let total = self.map.len();
-        let mut pos = 0usize;
-        while pos < total {
-            let end = (pos + BLOCK).min(total);
-            let block = &self.map[pos..end];
-            let zero = block.as_chunks::<8>().0.iter().all(|c| u64::from_le_bytes(*c) == 0)
-                && block.as_chunks::<8>().1.iter().all(|&b| b == 0);
-            if zero {
-                f.seek(SeekFrom::Start(end as u64)).map_err(io("seek"))?;
-            } else {
-                f.write_all(block).map_err(io("write"))?;
+        let mut ranges = vec![(0usize, HEADER_LEN)];
+        ranges.extend(self.data_extents().into_iter().map(|(s, e)| (s + HEADER_LEN, e + HEADER_LEN)));
+        for (start, end) in ranges {
+            let mut pos = start / BLOCK * BLOCK;
+            while pos < end.min(total) {
+                let stop = (pos + BLOCK).min(total);
+                let block = &self.map[pos..stop];
+                let zero = block.as_chunks::<8>().0.iter().all(|c| u64::from_le_bytes(*c) == 0)
+                    && block.as_chunks::<8>().1.iter().all(|&b| b == 0);
+                if !zero {
+                    f.seek(SeekFrom::Start(pos as u64)).map_err(io("seek"))?;
+                    f.write_all(block).map_err(io("write"))?;
+                }
+                pos = stop;
             }
-            pos = end;
         }
         f.set_len(total as u64).map_err(io("set length"))?;
         f.sync_all().map_err(io("fsync"))?;
@@ -396,6 +459,32 @@ mod tests {
         }
         assert_eq!(tri(FE_END - 1, FE_END - 2), KPP_TRI - 1);
         assert_eq!(tri(2, 1), 0);
+    }
+
+    #[test]
+    fn sparse_copy_and_checksum_read_only_data_but_agree_with_full_scans() {
+        let d = std::env::temp_dir().join(format!("keima-weights-sparse-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let (src, dst) = (d.join("a.kw"), d.join("b.kw"));
+        let mut w = WeightFile::create(&src, 3, 7).unwrap();
+        let n = w.records().len();
+        for (k, i) in [0usize, 1, 4097, KPP_BASE + 12345, n / 2, n - 1].into_iter().enumerate() {
+            w.records_mut()[i] = [k as f32 + 0.5, -1.0, 2.0, 0.25];
+        }
+        // Reading every page (as quantizing does) must not turn holes into data.
+        let sum: f32 = w.records().iter().step_by(4096).map(|r| r[0]).sum();
+        assert!(sum.is_finite());
+        w.seal().unwrap();
+        assert_eq!(w.header.data_checksum, data_checksum(w.data_bytes()));
+        let ext = w.data_extents();
+        let covered: usize = ext.iter().map(|(s, e)| e - s).sum();
+        assert!(covered < w.data_bytes().len() / 100, "holes are skipped ({covered} bytes of data)");
+        w.copy_sparse(&dst).unwrap();
+        let c = WeightFile::open(&dst, true).unwrap();
+        assert_eq!(data_checksum(c.data_bytes()), w.header.data_checksum, "the copy holds the same data");
+        assert_eq!(c.header, w.header);
+        assert_eq!(c.records()[n - 1], [5.5, -1.0, 2.0, 0.25]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

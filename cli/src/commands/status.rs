@@ -1,0 +1,67 @@
+//! `keima status URL`: a running coordinator's counters, for a person (or `--json`).
+
+use super::CommandResult;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// The coordinator, e.g. http://127.0.0.1:7470 (see <run_dir>/coordinator.url).
+    url: String,
+    /// File holding the run's token (default: KEIMA_TOKEN).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// CA certificate (PEM) for https://.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: StatusArgs) -> CommandResult {
+    let token = super::worker::token(&a.token_file)?;
+    let s = keima_worker::fetch_status(&a.url, &token, a.tls_ca)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "run_id": s.run_id, "shards_total": s.shards_total, "shards_pending": s.shards_pending,
+                "shards_leased": s.shards_leased, "shards_done": s.shards_done, "shards_failed": s.shards_failed,
+                "weights_version": s.weights_version, "positions_merged": s.positions_merged,
+                "gradient_entries_merged": s.gradient_entries_merged, "workers_alive": s.workers_alive,
+                "train_loss": s.train_loss, "merges_per_s": s.merges_per_s, "bytes_in": s.bytes_in,
+                "bytes_out": s.bytes_out, "rejected_pushes": s.rejected_pushes,
+                "duplicate_pushes": s.duplicate_pushes, "stale_pushes": s.stale_pushes,
+                "mean_staleness": s.mean_staleness, "finished": s.finished, "elapsed_s": s.elapsed_s,
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    println!(
+        "run {}  ({}; up {:.0}s)",
+        s.run_id,
+        if s.finished { "finished" } else { "running" },
+        s.elapsed_s
+    );
+    println!(
+        "shards    {} total: {} pending, {} leased, {} done, {} failed",
+        s.shards_total, s.shards_pending, s.shards_leased, s.shards_done, s.shards_failed
+    );
+    println!(
+        "weights   version {}, {} positions merged, {} gradient entries, {:.2} merges/s",
+        s.weights_version, s.positions_merged, s.gradient_entries_merged, s.merges_per_s
+    );
+    println!("loss      {:.4} (mean over merged positions)", s.train_loss);
+    println!("workers   {} alive; mean staleness {:.2} versions", s.workers_alive, s.mean_staleness);
+    println!(
+        "pushes    {} duplicate, {} stale, {} rejected; {:.1} MiB in, {:.1} MiB out",
+        s.duplicate_pushes,
+        s.stale_pushes,
+        s.rejected_pushes,
+        mib(s.bytes_in),
+        mib(s.bytes_out)
+    );
+    Ok(ExitCode::SUCCESS)
+}
