@@ -490,6 +490,7 @@ impl Core {
         use v1::push_reply::Outcome;
         let started = Instant::now();
         let mut w = self.weights.lock().unwrap();
+        let lock_wait_ms = started.elapsed().as_secs_f64() * 1e3;
         {
             let mut t = self.totals.lock().unwrap();
             t.bytes_in += p.wire_bytes;
@@ -557,8 +558,11 @@ impl Core {
             loss_sum: p.stats.loss_sum,
             entries: p.gradient.len() as u64,
         };
+        let t_journal = Instant::now();
         journal::write(&self.run_dir, &meta, &p.gradient)?;
+        let journal_ms = t_journal.elapsed().as_secs_f64() * 1e3;
         w.merge(&p.gradient, p.stats.used);
+        let merge_ms = t_journal.elapsed().as_secs_f64() * 1e3 - journal_ms;
         self.version.store(w.version(), Ordering::SeqCst);
         self.queue.lock().unwrap().mark_done(p.shard_id, seq, p.stats.positions);
         {
@@ -580,7 +584,10 @@ impl Core {
             shard = p.shard_id,
             seq,
             staleness,
-            ms = started.elapsed().as_millis() as u64,
+            lock_wait_ms,
+            journal_ms,
+            merge_ms,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
             "merged"
         );
         if c.checkpoint_every > 0 && seq.is_multiple_of(c.checkpoint_every) {

@@ -83,6 +83,8 @@ fn bench(dir: &std::path::Path, workers: usize, pushes: u64, positions: usize, j
     tc.coordinator.metrics_listen = String::new();
     tc.coordinator.export = false;
     tc.coordinator.keep_teacher_records = false;
+    // As a large run would: checkpoints are rare, the journal covers the merges in between.
+    tc.coordinator.checkpoint_every = 100;
     tc.coordinator.max_staleness = u64::MAX / 2;
     tc.coordinator.stale_policy = StalePolicy::Downweight;
     let run_dir = tc.run_dir.clone();
