@@ -205,6 +205,9 @@ pub struct CoordinatorSection {
     /// TLS (rustls) certificate chain and key, PEM. Both or neither.
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// CA certificate (PEM) that local workers verify the coordinator with (default:
+    /// `tls_cert` itself, which works for a self-signed certificate).
+    pub tls_ca: Option<PathBuf>,
     /// A lease lasts this long without a heartbeat.
     pub lease_seconds: u64,
     pub heartbeat_ms: u32,
@@ -235,6 +238,7 @@ impl Default for CoordinatorSection {
             token_file: None,
             tls_cert: None,
             tls_key: None,
+            tls_ca: None,
             lease_seconds: 120,
             heartbeat_ms: 2000,
             max_attempts: 5,

@@ -69,10 +69,19 @@ pub fn resolve_token(core: &Core) -> Result<String, String> {
     Ok(token)
 }
 
-fn spawn_local_worker(opts: &RunOptions, url: &str, token: &str, i: u32) -> Result<Child, String> {
-    Command::new(&opts.worker_exe)
-        .args(["worker", "--coordinator", url, "--threads", &opts.worker_threads.to_string()])
-        .args(["--name", &format!("local{i}"), "--quiet"])
+fn spawn_local_worker(
+    opts: &RunOptions,
+    url: &str,
+    token: &str,
+    ca: Option<&Path>,
+    i: u32,
+) -> Result<Child, String> {
+    let mut cmd = Command::new(&opts.worker_exe);
+    cmd.args(["worker", "--coordinator", url, "--threads", &opts.worker_threads.to_string()]);
+    if let Some(ca) = ca {
+        cmd.arg("--tls-ca").arg(ca);
+    }
+    cmd.args(["--name", &format!("local{i}"), "--quiet"])
         .env("KEIMA_TOKEN", token)
         // Local workers log warnings only, unless the user asked for more.
         .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
@@ -140,7 +149,8 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         tracing::info!(run = %core.run_id, "coordinator listening on {url}");
         let mut children = Vec::new();
         for i in 0..opts.local_workers {
-            children.push(spawn_local_worker(&opts, &url, &token, i)?);
+            let ca = c.tls_ca.as_deref().or(c.tls_cert.as_deref()).filter(|_| tls);
+            children.push(spawn_local_worker(&opts, &url, &token, ca, i)?);
         }
         let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| e.to_string())?;
