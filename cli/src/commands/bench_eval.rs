@@ -74,12 +74,12 @@ fn default_patterns(games: &[Vec<Move>]) -> (PatternSet, String) {
     (PatternSet::new(ex.kept.into_iter().map(|(p, _)| p).collect(), weights), source)
 }
 
-/// Replays every game forward (do_move + evaluate); returns (moves, seconds, checksum).
-/// Building each game's initial state is not timed.
-fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
+/// Replays every game forward (do_move + evaluate); returns (moves, seconds per game,
+/// checksum). Building each game's initial state is not timed.
+fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, Vec<f64>, i64) {
     let mut checksum = 0i64;
     let mut moves = 0u64;
-    let mut total = 0f64;
+    let mut secs = Vec::with_capacity(games.len());
     for g in games {
         let mut pos = Position::startpos();
         let mut state = eval.new_state(&pos);
@@ -90,28 +90,50 @@ fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
             checksum += eval.evaluate(&state, &pos).eval as i64;
             moves += 1;
         }
-        total += start.elapsed().as_secs_f64();
+        secs.push(start.elapsed().as_secs_f64());
     }
-    (moves, total, checksum)
+    (moves, secs, checksum)
 }
 
-/// Nodes per second of fixed-node searches from positions of the games (the research's
-/// measure: what the evaluation costs inside a real search).
-fn search_nps(eval: &Evaluator, games: &[Vec<Move>]) -> f64 {
+/// Element-wise minimum: the best of several runs, per game or per search, so that a
+/// moment when another process had the core counts against neither configuration.
+fn keep_best(best: &mut Vec<f64>, run: Vec<f64>) {
+    if best.is_empty() {
+        *best = run;
+    } else {
+        best.iter_mut().zip(run).for_each(|(b, r)| *b = b.min(r));
+    }
+}
+
+/// Positions for the search figure: after 30 plies of the first 30 games.
+fn search_positions(games: &[Vec<Move>]) -> Vec<Position> {
+    games
+        .iter()
+        .take(30)
+        .map(|g| {
+            let mut pos = Position::startpos();
+            for &m in g.iter().take(30) {
+                pos.do_move(m);
+            }
+            pos
+        })
+        .collect()
+}
+
+/// Fixed-node searches (the research's measure: what the evaluation costs inside a real
+/// search) with a fresh searcher and table, so every run searches the same trees.
+/// Returns (nodes, seconds) per position.
+fn time_searches(eval: &Evaluator, positions: &[Position]) -> Vec<(u64, f64)> {
     use engine_core::search::{Limits, Searcher, TranspositionTable};
     let mut searcher = Searcher::new(Arc::new(eval.clone()), Arc::new(TranspositionTable::new(16)));
-    let (mut nodes, mut secs) = (0u64, 0f64);
-    for g in games.iter().take(30) {
-        let mut pos = Position::startpos();
-        for &m in g.iter().take(30) {
-            pos.do_move(m);
-        }
-        searcher.set_position(&pos, &[]);
-        let r = searcher.go(Limits::nodes(100_000), |_| {});
-        nodes += r.nodes;
-        secs += r.elapsed.as_secs_f64();
-    }
-    nodes as f64 / secs
+    positions
+        .iter()
+        .map(|pos| {
+            searcher.set_position(pos, &[]);
+            let r = searcher.go(Limits::nodes(100_000), |_| {});
+            (r.nodes, r.elapsed.as_secs_f64())
+        })
+        .collect()
 }
 
 fn time_full(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
@@ -162,22 +184,34 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
     let mut patterns_only = Evaluator::material_only();
     patterns_only.patterns = with_patterns.patterns.clone();
     let material_only = Evaluator::material_only();
-    let (_, s_mat, _) = time_updates(&material_only, &games);
-    let (_, s_pat, _) = time_updates(&patterns_only, &games);
-    let pattern_ns = (s_pat - s_mat) * 1e9 / games.iter().map(|g| g.len()).sum::<usize>() as f64;
-    // Alternate the two runs and keep each one's best of three, so that neither pays for
-    // the other's cache misses.
-    let (mut secs0, mut secs1) = (f64::MAX, f64::MAX);
+    // Alternate the configurations and keep each one's best of three per game, so that
+    // neither pays for the other's cache misses nor for moments the machine was busy.
+    let (mut best_mat, mut best_pat, mut best0, mut best1) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut n, mut c0, mut c1) = (0, 0, 0);
     for _ in 0..3 {
+        keep_best(&mut best_mat, time_updates(&material_only, &games).1);
+        keep_best(&mut best_pat, time_updates(&patterns_only, &games).1);
         let (moves, s0, sum0) = time_updates(&kppt_only, &games);
         let (_, s1, sum1) = time_updates(&with_patterns, &games);
         (n, c0, c1) = (moves, sum0, sum1);
-        secs0 = secs0.min(s0);
-        secs1 = secs1.min(s1);
+        keep_best(&mut best0, s0);
+        keep_best(&mut best1, s1);
     }
-    let nps0 = search_nps(&kppt_only, &games);
-    let nps1 = search_nps(&with_patterns, &games);
+    let total = |v: &[f64]| v.iter().sum::<f64>();
+    let pattern_ns = (total(&best_pat) - total(&best_mat)) * 1e9 / n as f64;
+    let (secs0, secs1) = (total(&best0), total(&best1));
+    let positions = search_positions(&games);
+    let (mut search0, mut search1) = (Vec::new(), Vec::new());
+    let mut nodes = (0u64, 0u64);
+    for _ in 0..3 {
+        let r0 = time_searches(&kppt_only, &positions);
+        let r1 = time_searches(&with_patterns, &positions);
+        nodes = (r0.iter().map(|r| r.0).sum(), r1.iter().map(|r| r.0).sum());
+        keep_best(&mut search0, r0.iter().map(|r| r.1).collect());
+        keep_best(&mut search1, r1.iter().map(|r| r.1).collect());
+    }
+    let nps0 = nodes.0 as f64 / total(&search0);
+    let nps1 = nodes.1 as f64 / total(&search1);
     let (nf, full0, _) = time_full(&kppt_only, &games);
     let (_, full1, _) = time_full(&with_patterns, &games);
     let ns = |s: f64, n: u64| s * 1e9 / n as f64;
@@ -199,7 +233,7 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
             games.len()
         );
         println!(
-            "search nodes/s (100k-node searches from 30 positions): KPPT {nps0:.0}   KPPT+patterns {nps1:.0}   slowdown {:.2}x",
+            "search nodes/s (100k-node searches from 30 positions, best of 3 each): KPPT {nps0:.0}   KPPT+patterns {nps1:.0}   slowdown {:.2}x",
             nps0 / nps1
         );
         println!("pattern update alone (patterns - material only): {pattern_ns:.0} ns per move");
