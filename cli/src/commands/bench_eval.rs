@@ -200,18 +200,33 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
     let total = |v: &[f64]| v.iter().sum::<f64>();
     let pattern_ns = (total(&best_pat) - total(&best_mat)) * 1e9 / n as f64;
     let (secs0, secs1) = (total(&best0), total(&best1));
-    let positions = search_positions(&games);
-    let (mut search0, mut search1) = (Vec::new(), Vec::new());
-    let mut nodes = (0u64, 0u64);
-    for _ in 0..3 {
-        let r0 = time_searches(&kppt_only, &positions);
-        let r1 = time_searches(&with_patterns, &positions);
-        nodes = (r0.iter().map(|r| r.0).sum(), r1.iter().map(|r| r.0).sum());
-        keep_best(&mut search0, r0.iter().map(|r| r.1).collect());
-        keep_best(&mut search1, r1.iter().map(|r| r.1).collect());
+    // Search: KPPT alone; with the patterns; with the same patterns' weights all zero
+    // (the full update cost, but exactly KPPT's tree, so the ratio is the cost alone);
+    // and, if some weights are zero, with those patterns pruned.
+    let set = with_patterns.patterns.clone().expect("patterns set above");
+    let mut zeroed = with_patterns.clone();
+    zeroed.patterns = Some(Arc::new(PatternSet::new(set.patterns().to_vec(), vec![0; set.len()])));
+    let mut configs =
+        vec![("KPPT", kppt_only.clone()), ("KPPT+patterns", with_patterns.clone()), ("same tree", zeroed)];
+    let (pruned_set, _) = set.without_zero_weights();
+    let pruned_count = pruned_set.len();
+    if pruned_count < set.len() {
+        let mut pruned = with_patterns.clone();
+        pruned.patterns = Some(Arc::new(pruned_set));
+        configs.push(("KPPT+patterns, zero weights pruned", pruned));
     }
-    let nps0 = nodes.0 as f64 / total(&search0);
-    let nps1 = nodes.1 as f64 / total(&search1);
+    let positions = search_positions(&games);
+    let mut best_search = vec![Vec::new(); configs.len()];
+    let mut nodes = vec![0u64; configs.len()];
+    for _ in 0..3 {
+        for (i, (_, eval)) in configs.iter().enumerate() {
+            let r = time_searches(eval, &positions);
+            nodes[i] = r.iter().map(|r| r.0).sum();
+            keep_best(&mut best_search[i], r.iter().map(|r| r.1).collect());
+        }
+    }
+    let nps: Vec<f64> = nodes.iter().zip(&best_search).map(|(&n, b)| n as f64 / total(b)).collect();
+    let (nps0, nps1) = (nps[0], nps[1]);
     let (nf, full0, _) = time_full(&kppt_only, &games);
     let (_, full1, _) = time_full(&with_patterns, &games);
     let ns = |s: f64, n: u64| s * 1e9 / n as f64;
@@ -224,7 +239,8 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
                 "update_ns_kppt": ns(secs0, n), "update_ns_with_patterns": ns(secs1, n),
                 "full_ns_kppt": ns(full0, nf), "full_ns_with_patterns": ns(full1, nf),
                 "evals_per_second_kppt": n as f64 / secs0, "evals_per_second_with_patterns": n as f64 / secs1,
-                "slowdown_with_patterns": ratio, "search_nps_kppt": nps0, "search_nps_with_patterns": nps1, "pattern_entries_per_move": entries_per_move, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
+                "slowdown_with_patterns": ratio, "search_nps_kppt": nps0, "search_nps_with_patterns": nps1,
+                "search_nps_same_tree": nps[2], "search_nps_pruned": nps.get(3), "patterns_with_nonzero_weight": pruned_count, "pattern_entries_per_move": entries_per_move, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
             })
         );
     } else {
@@ -236,6 +252,19 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
             "search nodes/s (100k-node searches from 30 positions, best of 3 each): KPPT {nps0:.0}   KPPT+patterns {nps1:.0}   slowdown {:.2}x",
             nps0 / nps1
         );
+        println!(
+            "  same tree (pattern weights zeroed, not pruned; {} nodes vs KPPT's {}): {:.0}   slowdown {:.2}x",
+            nodes[2],
+            nodes[0],
+            nps[2],
+            nps0 / nps[2]
+        );
+        if let Some(p) = nps.get(3) {
+            println!(
+                "  {pruned_count} patterns with non-zero weight (zero weights pruned): {p:.0}   slowdown {:.2}x",
+                nps0 / p
+            );
+        }
         println!("pattern update alone (patterns - material only): {pattern_ns:.0} ns per move");
         println!(
             "differential update + evaluate: KPPT {:>8.0} ns   KPPT+patterns {:>8.0} ns",

@@ -122,6 +122,72 @@ pub struct PatternSet {
     /// (`Instance::entry`), so the three kinds of a bucket are contiguous.
     index_start: Vec<u32>,
     index: Vec<u64>,
+    /// The fast path, when the instances use at most 64 distinct triples.
+    vocabulary: Option<Vocabulary>,
+}
+
+/// The distinct (piece, square) triples of a set's instances, when there are at most 64
+/// (extracted sets are combinations of a few frequent placements: the research's 10,924
+/// patterns use 53). Which of them stand on the board is then one `u64`, and an index
+/// entry is matched with one AND and compare against the mask of its other triples.
+#[derive(Clone, Debug)]
+struct Vocabulary {
+    /// Per (piece code * 81 + square): the triple's bit number, or `NOT_USED`.
+    bit_of: Vec<u8>,
+    /// Per bit: (square, piece code).
+    triples: Vec<(u8, u8)>,
+    /// Per index entry (parallel to `PatternSet::index`): the bits of its other triples.
+    masks: Vec<u64>,
+}
+
+const NOT_USED: u8 = u8::MAX;
+
+impl Vocabulary {
+    fn build(instances: &[Instance], index: &[u64]) -> Option<Vocabulary> {
+        let mut bit_of = vec![NOT_USED; PIECE_CODES * 81];
+        let mut triples = Vec::new();
+        for inst in instances {
+            for k in 0..inst.len as usize {
+                let slot = &mut bit_of[inst.pieces[k] as usize * 81 + inst.sqs[k] as usize];
+                if *slot == NOT_USED {
+                    if triples.len() == 64 {
+                        return None;
+                    }
+                    *slot = triples.len() as u8;
+                    triples.push((inst.sqs[k], inst.pieces[k]));
+                }
+            }
+        }
+        let mut v = Vocabulary { bit_of, triples, masks: Vec::with_capacity(index.len()) };
+        for &e in index {
+            let mut mask = 0;
+            for n in 0..MAX_PATTERN_SIZE - 1 {
+                let sq = (e >> (7 * n)) & 127;
+                let code = (e >> (CODES_SHIFT + 5 * n as u32)) & 31;
+                if sq != PAD_SQUARE {
+                    mask |= v.bit(code as usize, sq as usize);
+                }
+            }
+            v.masks.push(mask);
+        }
+        Some(v)
+    }
+
+    #[inline(always)]
+    fn bit(&self, code: usize, sq: usize) -> u64 {
+        let b = self.bit_of[code * 81 + sq];
+        if b == NOT_USED { 0 } else { 1u64 << b }
+    }
+
+    /// The triples standing in `pos`.
+    #[inline]
+    fn present(&self, pos: &Position) -> u64 {
+        let mut present = 0;
+        for (n, &(sq, code)) in self.triples.iter().enumerate() {
+            present |= ((pos.piece_on(Square::from_index(sq as usize)).code() == code as usize) as u64) << n;
+        }
+        present
+    }
 }
 
 impl PatternSet {
@@ -168,7 +234,8 @@ impl PatternSet {
             index.extend_from_slice(l);
         }
         index_start.push(index.len() as u32);
-        PatternSet { patterns, weights, instances, index_start, index }
+        let vocabulary = Vocabulary::build(&instances, &index);
+        PatternSet { patterns, weights, instances, index_start, index, vocabulary }
     }
 
     pub fn empty() -> PatternSet {
@@ -209,14 +276,24 @@ impl PatternSet {
         self.weights[pattern] = weight;
     }
 
-    /// The entries of (`piece`, `sq`): all kinds, and the ends of the three kinds' runs.
+    /// The entries of (`piece`, `sq`): where they start in `index`, and the ends of the
+    /// three kinds' runs.
     #[inline]
-    fn bucket(&self, piece: Piece, sq: Square) -> (&[u64], [usize; KINDS]) {
+    fn bucket_range(&self, piece: Piece, sq: Square) -> (usize, [usize; KINDS]) {
         let i = (piece.code() * 81 + sq.index()) * KINDS;
         let s = &self.index_start[i..i + KINDS + 1];
-        let base = s[0] as usize;
-        let ends = [s[1] as usize - base, s[2] as usize - base, s[3] as usize - base];
-        (&self.index[base..s[3] as usize], ends)
+        (s[0] as usize, [s[1] as usize, s[2] as usize, s[3] as usize])
+    }
+
+    #[inline]
+    fn bucket(&self, piece: Piece, sq: Square) -> (&[u64], [usize; KINDS]) {
+        let (base, ends) = self.bucket_range(piece, sq);
+        (&self.index[base..ends[KINDS - 1]], ends.map(|e| e - base))
+    }
+
+    /// Whether the fast path (at most 64 distinct triples) is in use.
+    pub fn uses_vocabulary(&self) -> bool {
+        self.vocabulary.is_some()
     }
 
     /// How many index entries `update` visits for this move (a cost diagnostic).
@@ -280,9 +357,59 @@ impl PatternSet {
         }
     }
 
+    /// `edit` on the fast path: `present` holds the bits of the triples on the board.
+    #[inline(always)]
+    fn edit_present<const SIGN: i32>(
+        &self,
+        v: &Vocabulary,
+        present: u64,
+        sums: &mut PatternSums,
+        piece: Piece,
+        sq: Square,
+    ) {
+        let (mut start, ends) = self.bucket_range(piece, sq);
+        for (kind, &end) in ends.iter().enumerate() {
+            let mut acc = 0i32;
+            for (&e, &mask) in self.index[start..end].iter().zip(&v.masks[start..end]) {
+                let w = self.weights[(e >> ID_SHIFT) as usize];
+                acc += std::hint::select_unpredictable(present & mask == mask, w, 0);
+            }
+            sums.0[kind] += SIGN * acc;
+            start = end;
+        }
+    }
+
     /// Updates the sums for the move in `delta`; `after` is the position after it. Undo
     /// needs nothing: restore the sums saved before.
     pub fn update(&self, sums: &mut PatternSums, delta: &MoveDelta, after: &Position) {
+        if let Some(v) = &self.vocabulary {
+            self.update_present(v, sums, delta, after);
+        } else {
+            self.update_board(sums, delta, after);
+        }
+    }
+
+    /// `update` on the fast path: the same three edits on the present-triples mask.
+    fn update_present(&self, v: &Vocabulary, sums: &mut PatternSums, delta: &MoveDelta, after: &Position) {
+        let mut present = v.present(after);
+        let to = delta.to.index();
+        let placed = v.bit(delta.placed.code(), to);
+        if let Some(from) = delta.from {
+            let moved = v.bit(delta.moved.code(), from.index());
+            let captured = v.bit(delta.captured.code(), to);
+            present = (present & !placed) | moved | captured;
+            self.edit_present::<-1>(v, present, sums, delta.moved, from);
+            present &= !moved;
+            if !delta.captured.is_empty() {
+                self.edit_present::<-1>(v, present, sums, delta.captured, delta.to);
+            }
+            present = (present & !captured) | placed;
+        }
+        self.edit_present::<1>(v, present, sums, delta.placed, delta.to);
+    }
+
+    /// `update` on any set: the edits checked against a copy of the board.
+    fn update_board(&self, sums: &mut PatternSums, delta: &MoveDelta, after: &Position) {
         let mut board = board_of(after);
         let to = delta.to;
         if let Some(from) = delta.from {
