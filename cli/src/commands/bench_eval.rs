@@ -178,6 +178,7 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
     let kppt_only = Evaluator::with_kppt(tables.clone());
     let mut with_patterns = Evaluator::with_kppt(tables);
     let pattern_count = set.len();
+    let path = if set.uses_vocabulary() { "small-vocabulary fast path" } else { "general board path" };
     with_patterns.patterns = Some(Arc::new(set));
     // Warm up caches and page in the tables once.
     let _ = time_updates(&kppt_only, &games[..games.len().min(20)]);
@@ -240,12 +241,12 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
                 "full_ns_kppt": ns(full0, nf), "full_ns_with_patterns": ns(full1, nf),
                 "evals_per_second_kppt": n as f64 / secs0, "evals_per_second_with_patterns": n as f64 / secs1,
                 "slowdown_with_patterns": ratio, "search_nps_kppt": nps0, "search_nps_with_patterns": nps1,
-                "search_nps_same_tree": nps[2], "search_nps_pruned": nps.get(3), "patterns_with_nonzero_weight": pruned_count, "pattern_entries_per_move": entries_per_move, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
+                "search_nps_same_tree": nps[2], "search_nps_pruned": nps.get(3), "patterns_with_nonzero_weight": pruned_count, "pattern_entries_per_move": entries_per_move, "pattern_update_path": path, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
             })
         );
     } else {
         println!(
-            "{n} moves along {} random games; {pattern_count} patterns {source}; {entries_per_move:.0} index entries visited per move",
+            "{n} moves along {} random games; {pattern_count} patterns {source}; {entries_per_move:.0} index entries visited per move ({path})",
             games.len()
         );
         println!(

@@ -7,11 +7,19 @@
 //! and an instance containing the edited (piece, square) switches on or off exactly when
 //! its *other* triples stand on the board at that moment. Every index entry therefore
 //! carries its instance's other triples (square and piece, packed into one `u64` with the
-//! pattern id and the sum it adds to), and the update checks them against a 128-byte copy
-//! of the board: a few byte compares per entry, entries read in order, no per-instance
-//! state. So undo is free — the caller pops the sums it saved — and nothing else is kept
-//! per game. A full computation matches each instance against the board with its square
-//! bitboard (one AND/compare) and its pieces.
+//! pattern id), entries are grouped by the sum they add to, and the update checks them,
+//! without branches, against a 128-byte copy of the board: entries read in order, no
+//! per-instance state. So undo is free — the caller pops the sums it saved — and nothing
+//! else is kept per game.
+//!
+//! Fast path: when the instances use at most 64 distinct (piece, square) triples (sets
+//! extracted from games are combinations of a few frequent placements; the research's
+//! 10,924 patterns use 53), which of them stand on the board is one `u64`, and an entry is
+//! matched with one AND and compare against the mask of its other triples.
+//!
+//! A full computation matches each instance against the board with its square bitboard
+//! (one AND/compare) and its pieces; it is independent of the index, so tests compare the
+//! two.
 
 use super::pattern::{MAX_PATTERN_SIZE, Pattern};
 use crate::rules::{Bitboard, Color, MoveDelta, Piece, Position, Square};
