@@ -1,9 +1,10 @@
 //! Incremental evaluation equals full recomputation after every move and every undo,
-//! over 1,000 random games with random (invariant-respecting) KPPT tables.
+//! over 1,000 random games with random (invariant-respecting) KPPT tables, on both pattern
+//! update paths; and a set pruned of its zero weights evaluates exactly as the full set.
 
-use engine_core::eval::patterns::{Band, ExtractConfig, PatternCounter, PatternSet};
+use engine_core::eval::patterns::{Band, ExtractConfig, Pattern, PatternCounter, PatternSet, Triple};
 use engine_core::eval::{Evaluator, KpptTables};
-use engine_core::rules::{HANDICAPS, Position};
+use engine_core::rules::{HANDICAPS, PieceType, Position, Square};
 use std::sync::Arc;
 
 struct Rng(u64);
@@ -42,32 +43,69 @@ fn random_pattern_set(seed: u64) -> PatternSet {
     PatternSet::new(patterns, weights)
 }
 
-#[test]
-fn incremental_equals_full_over_random_games() {
-    let tables = Arc::new(KpptTables::random(7, 3000));
-    assert_eq!(tables.kpp_invariant_violation(), None);
-    let mut eval = Evaluator::with_kppt(tables);
-    let patterns = random_pattern_set(42);
-    assert!(patterns.len() >= 3000, "{} patterns", patterns.len());
-    eval.patterns = Some(Arc::new(patterns));
-    let mut rng = Rng(0x1234_5678_9abc_def1);
-    let mut nonzero_pattern_values = 0u64;
+/// Patterns over a pool of 30 triples (60 with the side-relative ones' flipped twins), so
+/// that the set takes the at-most-64-triples fast path; triples seen in random games, so
+/// that many patterns are active.
+fn small_vocabulary_set(seed: u64) -> PatternSet {
+    let mut rng = Rng(seed);
+    let mut pool: Vec<Triple> = Vec::new();
+    let mut pos = Position::startpos();
+    while pool.len() < 30 {
+        let moves = pos.legal_moves();
+        if moves.is_empty() {
+            pos = Position::startpos();
+            continue;
+        }
+        pos.do_move(moves[(rng.next() % moves.len() as u64) as usize]);
+        let sq = Square::from_index((rng.next() % 81) as usize);
+        let p = pos.piece_on(sq);
+        if !p.is_empty() && !pool.iter().any(|t| t.square == sq) {
+            pool.push(Triple { color: p.color(), piece_type: p.piece_type(), square: sq });
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut patterns = Vec::new();
+    while patterns.len() < 3000 {
+        let size = 2 + (rng.next() % 3) as usize;
+        let mut triples: Vec<Triple> = Vec::new();
+        while triples.len() < size {
+            let t = pool[(rng.next() % pool.len() as u64) as usize];
+            if !triples.contains(&t) {
+                triples.push(t);
+            }
+        }
+        let p = Pattern::new(triples, rng.next().is_multiple_of(2)).unwrap();
+        if seen.insert(p.clone()) {
+            patterns.push(p);
+        }
+    }
+    let weights = patterns.iter().map(|_| (rng.next() % 2001) as i32 - 1000).collect();
+    PatternSet::new(patterns, weights)
+}
+
+/// Plays random games (captures preferred half of the time, so hands fill and promoted
+/// pieces appear) from the start position, the handicaps and a middle-game position; after
+/// every move and every undo of the game's second half, the incremental value of `eval`
+/// must equal the full recomputation, and `also` (an evaluator meant to be equivalent) must
+/// give the same value. Returns (positions, king moves, captures, non-zero pattern values).
+fn check_random_games(eval: &Evaluator, also: Option<&Evaluator>, games: usize, seed: u64) -> [u64; 4] {
+    let mut rng = Rng(seed);
     let mut starts: Vec<Position> = vec![Position::startpos()];
     starts.extend(HANDICAPS.iter().map(|(_, s)| Position::from_sfen(s).unwrap()));
     starts.push(
         Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1").unwrap(),
     );
-    let (mut positions, mut king_moves, mut captures) = (0u64, 0u64, 0u64);
-    for game in 0..1000 {
+    let mut stats = [0u64; 4];
+    for game in 0..games {
         let mut pos = starts[game % starts.len()];
         let mut state = eval.new_state(&pos);
+        let mut other = also.map(|e| e.new_state(&pos));
         let mut history = Vec::new();
         for _ in 0..160 {
             let moves = pos.legal_moves();
             if moves.is_empty() {
                 break;
             }
-            // Prefer captures half of the time so hands fill and promoted pieces appear.
             let caps: Vec<_> =
                 moves.iter().copied().filter(|m| !m.is_drop() && !pos.piece_on(m.to()).is_empty()).collect();
             let m = if !caps.is_empty() && rng.next().is_multiple_of(2) {
@@ -77,26 +115,98 @@ fn incremental_equals_full_over_random_games() {
             };
             let d = pos.do_move(m);
             eval.do_move(&mut state, &d, &pos);
-            king_moves += (d.moved.piece_type() == engine_core::rules::PieceType::King) as u64;
-            captures += d.is_capture() as u64;
+            stats[1] += (d.moved.piece_type() == PieceType::King) as u64;
+            stats[2] += d.is_capture() as u64;
             let incremental = eval.evaluate(&state, &pos);
             assert_eq!(incremental, eval.evaluate_full(&pos), "game {game} after {m} at {}", pos.to_sfen());
-            nonzero_pattern_values += (incremental.patterns != 0) as u64;
-            positions += 1;
+            if let (Some(e), Some(s)) = (also, other.as_mut()) {
+                e.do_move(s, &d, &pos);
+                assert_eq!(
+                    e.evaluate(s, &pos),
+                    incremental,
+                    "equivalent evaluator differs at {}",
+                    pos.to_sfen()
+                );
+            }
+            stats[3] += (incremental.patterns != 0) as u64;
+            stats[0] += 1;
             history.push(d);
         }
         // Unwind half the game and check again on the way back.
         for _ in 0..history.len() / 2 {
             let d = history.pop().unwrap();
             eval.undo_move(&mut state, &d);
+            if let (Some(e), Some(s)) = (also, other.as_mut()) {
+                e.undo_move(s, &d);
+            }
             pos.undo_move(&d);
-            assert_eq!(eval.evaluate(&state, &pos), eval.evaluate_full(&pos), "game {game} after undo");
+            let v = eval.evaluate(&state, &pos);
+            assert_eq!(v, eval.evaluate_full(&pos), "game {game} after undo");
+            if let (Some(e), Some(s)) = (also, other.as_ref()) {
+                assert_eq!(e.evaluate(s, &pos), v, "equivalent evaluator differs after undo");
+            }
         }
     }
+    stats
+}
+
+#[test]
+fn incremental_equals_full_over_random_games() {
+    let tables = Arc::new(KpptTables::random(7, 3000));
+    assert_eq!(tables.kpp_invariant_violation(), None);
+    let mut eval = Evaluator::with_kppt(tables);
+    let patterns = random_pattern_set(42);
+    assert!(patterns.len() >= 3000, "{} patterns", patterns.len());
+    assert!(!patterns.uses_vocabulary(), "this set must exercise the general (board) path");
+    eval.patterns = Some(Arc::new(patterns));
+    let [positions, king_moves, captures, nonzero_pattern_values] =
+        check_random_games(&eval, None, 1000, 0x1234_5678_9abc_def1);
     println!(
         "{positions} positions, {king_moves} king moves, {captures} captures, \
          {nonzero_pattern_values} with a non-zero pattern value checked"
     );
     assert!(positions > 100_000 && king_moves > 1_000 && captures > 10_000);
     assert!(nonzero_pattern_values > positions / 2, "patterns must be active in most positions");
+}
+
+#[test]
+fn incremental_equals_full_on_the_small_vocabulary_path() {
+    let mut eval = Evaluator::material_only();
+    let patterns = small_vocabulary_set(9);
+    assert!(patterns.uses_vocabulary(), "60 distinct triples must take the fast path");
+    assert!(
+        patterns.patterns().iter().any(|p| p.is_relative())
+            && patterns.patterns().iter().any(|p| !p.is_relative())
+    );
+    eval.patterns = Some(Arc::new(patterns));
+    let [positions, _, captures, nonzero] = check_random_games(&eval, None, 1000, 0x0fed_cba9_8765_4321);
+    println!("{positions} positions, {captures} captures, {nonzero} with a non-zero pattern value");
+    assert!(positions > 100_000 && captures > 10_000);
+    assert!(nonzero > positions / 4, "patterns must often be active: {nonzero} of {positions}");
+}
+
+#[test]
+fn pruning_zero_weights_changes_no_value() {
+    for (name, mut set) in [("general", random_pattern_set(5)), ("small vocabulary", small_vocabulary_set(6))]
+    {
+        // Zero about half of the weights, as training leaves many near zero.
+        let n = set.len();
+        for i in (0..n).filter(|i| i % 2 == 0 || i % 7 == 0) {
+            set.set_weight(i, 0);
+        }
+        let (pruned, kept) = set.without_zero_weights();
+        assert!(pruned.len() < n / 2 && !pruned.is_empty(), "{name}: {} of {n} kept", pruned.len());
+        assert!(pruned.index_len() < set.index_len());
+        for (j, &i) in kept.iter().enumerate() {
+            assert_eq!(pruned.patterns()[j], set.patterns()[i as usize]);
+            assert_eq!(pruned.weights()[j], set.weights()[i as usize]);
+            assert_ne!(pruned.weights()[j], 0);
+        }
+        let mut full = Evaluator::material_only();
+        full.patterns = Some(Arc::new(set));
+        let mut small = Evaluator::material_only();
+        small.patterns = Some(Arc::new(pruned));
+        let [positions, ..] = check_random_games(&full, Some(&small), 150, 77);
+        assert!(positions > 15_000, "{name}");
+    }
 }

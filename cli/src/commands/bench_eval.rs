@@ -74,12 +74,12 @@ fn default_patterns(games: &[Vec<Move>]) -> (PatternSet, String) {
     (PatternSet::new(ex.kept.into_iter().map(|(p, _)| p).collect(), weights), source)
 }
 
-/// Replays every game forward (do_move + evaluate); returns (moves, seconds, checksum).
-/// Building each game's initial state is not timed.
-fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
+/// Replays every game forward (do_move + evaluate); returns (moves, seconds per game,
+/// checksum). Building each game's initial state is not timed.
+fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, Vec<f64>, i64) {
     let mut checksum = 0i64;
     let mut moves = 0u64;
-    let mut total = 0f64;
+    let mut secs = Vec::with_capacity(games.len());
     for g in games {
         let mut pos = Position::startpos();
         let mut state = eval.new_state(&pos);
@@ -90,28 +90,50 @@ fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
             checksum += eval.evaluate(&state, &pos).eval as i64;
             moves += 1;
         }
-        total += start.elapsed().as_secs_f64();
+        secs.push(start.elapsed().as_secs_f64());
     }
-    (moves, total, checksum)
+    (moves, secs, checksum)
 }
 
-/// Nodes per second of fixed-node searches from positions of the games (the research's
-/// measure: what the evaluation costs inside a real search).
-fn search_nps(eval: &Evaluator, games: &[Vec<Move>]) -> f64 {
+/// Element-wise minimum: the best of several runs, per game or per search, so that a
+/// moment when another process had the core counts against neither configuration.
+fn keep_best(best: &mut Vec<f64>, run: Vec<f64>) {
+    if best.is_empty() {
+        *best = run;
+    } else {
+        best.iter_mut().zip(run).for_each(|(b, r)| *b = b.min(r));
+    }
+}
+
+/// Positions for the search figure: after 30 plies of the first 30 games.
+fn search_positions(games: &[Vec<Move>]) -> Vec<Position> {
+    games
+        .iter()
+        .take(30)
+        .map(|g| {
+            let mut pos = Position::startpos();
+            for &m in g.iter().take(30) {
+                pos.do_move(m);
+            }
+            pos
+        })
+        .collect()
+}
+
+/// Fixed-node searches (the research's measure: what the evaluation costs inside a real
+/// search) with a fresh searcher and table, so every run searches the same trees.
+/// Returns (nodes, seconds) per position.
+fn time_searches(eval: &Evaluator, positions: &[Position]) -> Vec<(u64, f64)> {
     use engine_core::search::{Limits, Searcher, TranspositionTable};
     let mut searcher = Searcher::new(Arc::new(eval.clone()), Arc::new(TranspositionTable::new(16)));
-    let (mut nodes, mut secs) = (0u64, 0f64);
-    for g in games.iter().take(30) {
-        let mut pos = Position::startpos();
-        for &m in g.iter().take(30) {
-            pos.do_move(m);
-        }
-        searcher.set_position(&pos, &[]);
-        let r = searcher.go(Limits::nodes(100_000), |_| {});
-        nodes += r.nodes;
-        secs += r.elapsed.as_secs_f64();
-    }
-    nodes as f64 / secs
+    positions
+        .iter()
+        .map(|pos| {
+            searcher.set_position(pos, &[]);
+            let r = searcher.go(Limits::nodes(100_000), |_| {});
+            (r.nodes, r.elapsed.as_secs_f64())
+        })
+        .collect()
 }
 
 fn time_full(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
@@ -156,28 +178,56 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
     let kppt_only = Evaluator::with_kppt(tables.clone());
     let mut with_patterns = Evaluator::with_kppt(tables);
     let pattern_count = set.len();
+    let path = if set.uses_vocabulary() { "small-vocabulary fast path" } else { "general board path" };
     with_patterns.patterns = Some(Arc::new(set));
     // Warm up caches and page in the tables once.
     let _ = time_updates(&kppt_only, &games[..games.len().min(20)]);
     let mut patterns_only = Evaluator::material_only();
     patterns_only.patterns = with_patterns.patterns.clone();
     let material_only = Evaluator::material_only();
-    let (_, s_mat, _) = time_updates(&material_only, &games);
-    let (_, s_pat, _) = time_updates(&patterns_only, &games);
-    let pattern_ns = (s_pat - s_mat) * 1e9 / games.iter().map(|g| g.len()).sum::<usize>() as f64;
-    // Alternate the two runs and keep each one's best of three, so that neither pays for
-    // the other's cache misses.
-    let (mut secs0, mut secs1) = (f64::MAX, f64::MAX);
+    // Alternate the configurations and keep each one's best of three per game, so that
+    // neither pays for the other's cache misses nor for moments the machine was busy.
+    let (mut best_mat, mut best_pat, mut best0, mut best1) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut n, mut c0, mut c1) = (0, 0, 0);
     for _ in 0..3 {
+        keep_best(&mut best_mat, time_updates(&material_only, &games).1);
+        keep_best(&mut best_pat, time_updates(&patterns_only, &games).1);
         let (moves, s0, sum0) = time_updates(&kppt_only, &games);
         let (_, s1, sum1) = time_updates(&with_patterns, &games);
         (n, c0, c1) = (moves, sum0, sum1);
-        secs0 = secs0.min(s0);
-        secs1 = secs1.min(s1);
+        keep_best(&mut best0, s0);
+        keep_best(&mut best1, s1);
     }
-    let nps0 = search_nps(&kppt_only, &games);
-    let nps1 = search_nps(&with_patterns, &games);
+    let total = |v: &[f64]| v.iter().sum::<f64>();
+    let pattern_ns = (total(&best_pat) - total(&best_mat)) * 1e9 / n as f64;
+    let (secs0, secs1) = (total(&best0), total(&best1));
+    // Search: KPPT alone; with the patterns; with the same patterns' weights all zero
+    // (the full update cost, but exactly KPPT's tree, so the ratio is the cost alone);
+    // and, if some weights are zero, with those patterns pruned.
+    let set = with_patterns.patterns.clone().expect("patterns set above");
+    let mut zeroed = with_patterns.clone();
+    zeroed.patterns = Some(Arc::new(PatternSet::new(set.patterns().to_vec(), vec![0; set.len()])));
+    let mut configs =
+        vec![("KPPT", kppt_only.clone()), ("KPPT+patterns", with_patterns.clone()), ("same tree", zeroed)];
+    let (pruned_set, _) = set.without_zero_weights();
+    let pruned_count = pruned_set.len();
+    if pruned_count < set.len() {
+        let mut pruned = with_patterns.clone();
+        pruned.patterns = Some(Arc::new(pruned_set));
+        configs.push(("KPPT+patterns, zero weights pruned", pruned));
+    }
+    let positions = search_positions(&games);
+    let mut best_search = vec![Vec::new(); configs.len()];
+    let mut nodes = vec![0u64; configs.len()];
+    for _ in 0..3 {
+        for (i, (_, eval)) in configs.iter().enumerate() {
+            let r = time_searches(eval, &positions);
+            nodes[i] = r.iter().map(|r| r.0).sum();
+            keep_best(&mut best_search[i], r.iter().map(|r| r.1).collect());
+        }
+    }
+    let nps: Vec<f64> = nodes.iter().zip(&best_search).map(|(&n, b)| n as f64 / total(b)).collect();
+    let (nps0, nps1) = (nps[0], nps[1]);
     let (nf, full0, _) = time_full(&kppt_only, &games);
     let (_, full1, _) = time_full(&with_patterns, &games);
     let ns = |s: f64, n: u64| s * 1e9 / n as f64;
@@ -190,18 +240,32 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
                 "update_ns_kppt": ns(secs0, n), "update_ns_with_patterns": ns(secs1, n),
                 "full_ns_kppt": ns(full0, nf), "full_ns_with_patterns": ns(full1, nf),
                 "evals_per_second_kppt": n as f64 / secs0, "evals_per_second_with_patterns": n as f64 / secs1,
-                "slowdown_with_patterns": ratio, "search_nps_kppt": nps0, "search_nps_with_patterns": nps1, "pattern_entries_per_move": entries_per_move, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
+                "slowdown_with_patterns": ratio, "search_nps_kppt": nps0, "search_nps_with_patterns": nps1,
+                "search_nps_same_tree": nps[2], "search_nps_pruned": nps.get(3), "patterns_with_nonzero_weight": pruned_count, "pattern_entries_per_move": entries_per_move, "pattern_update_path": path, "pattern_update_ns": pattern_ns, "checksums": [c0, c1],
             })
         );
     } else {
         println!(
-            "{n} moves along {} random games; {pattern_count} patterns {source}; {entries_per_move:.0} index entries visited per move",
+            "{n} moves along {} random games; {pattern_count} patterns {source}; {entries_per_move:.0} index entries visited per move ({path})",
             games.len()
         );
         println!(
-            "search nodes/s (100k-node searches from 30 positions): KPPT {nps0:.0}   KPPT+patterns {nps1:.0}   slowdown {:.2}x",
+            "search nodes/s (100k-node searches from 30 positions, best of 3 each): KPPT {nps0:.0}   KPPT+patterns {nps1:.0}   slowdown {:.2}x",
             nps0 / nps1
         );
+        println!(
+            "  same tree (pattern weights zeroed, not pruned; {} nodes vs KPPT's {}): {:.0}   slowdown {:.2}x",
+            nodes[2],
+            nodes[0],
+            nps[2],
+            nps0 / nps[2]
+        );
+        if let Some(p) = nps.get(3) {
+            println!(
+                "  {pruned_count} patterns with non-zero weight (zero weights pruned): {p:.0}   slowdown {:.2}x",
+                nps0 / p
+            );
+        }
         println!("pattern update alone (patterns - material only): {pattern_ns:.0} ns per move");
         println!(
             "differential update + evaluate: KPPT {:>8.0} ns   KPPT+patterns {:>8.0} ns",

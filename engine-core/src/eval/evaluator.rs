@@ -3,7 +3,7 @@
 
 use super::kppt::{FV_SCALE, KpptSum, KpptTables};
 use super::material::{material, material_delta};
-use super::patterns::{PatternCounts, PatternSet, PatternSums};
+use super::patterns::{PatternSet, PatternSums};
 use super::piece_list::{ChangedPieces, PieceList};
 use crate::rules::{Color, MoveDelta, Position};
 use std::sync::Arc;
@@ -37,7 +37,6 @@ struct Entry {
 #[derive(Clone)]
 pub struct EvalState {
     list: PieceList,
-    pattern_counts: PatternCounts,
     stack: Vec<Entry>,
 }
 
@@ -64,9 +63,7 @@ impl Evaluator {
     pub fn new_state(&self, pos: &Position) -> EvalState {
         let list = PieceList::new(pos);
         let entry = self.full_entry(pos, &list);
-        let pattern_counts =
-            self.patterns.as_ref().map_or(PatternCounts::default(), |p| p.compute_counts(pos).0);
-        EvalState { list, pattern_counts, stack: vec![entry] }
+        EvalState { list, stack: vec![entry] }
     }
 
     /// Updates `state` after `delta` was played; `after` is the new position. Debug
@@ -85,7 +82,7 @@ impl Evaluator {
             t.update(&mut entry.kppt, delta, &changed, bk, wk, &state.list);
         }
         if let Some(p) = &self.patterns {
-            p.update(&mut state.pattern_counts, &mut entry.patterns, delta);
+            p.update(&mut entry.patterns, delta, after);
         }
         state.stack.push(entry);
         #[cfg(debug_assertions)]
@@ -100,9 +97,6 @@ impl Evaluator {
     pub fn undo_move(&self, state: &mut EvalState, delta: &MoveDelta) {
         let entry = state.stack.pop().expect("undo without do");
         state.list.revert(delta, &entry.changed);
-        if let Some(p) = &self.patterns {
-            p.revert(&mut state.pattern_counts, delta);
-        }
     }
 
     /// Value of the current position of `state` (whose side to move is `pos`'s).

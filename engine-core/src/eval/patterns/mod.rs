@@ -8,4 +8,4 @@ pub mod set;
 
 pub use extract::{Band, ExtractConfig, Extraction, PatternCounter};
 pub use pattern::{Pattern, Triple};
-pub use set::{PatternCounts, PatternSet, PatternSums};
+pub use set::{MAX_PATTERNS, PatternSet, PatternSums};
