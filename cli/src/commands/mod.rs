@@ -1,5 +1,6 @@
 pub mod bench;
 mod bench_eval;
+mod bench_learn;
 mod bench_mate;
 pub mod eval;
 pub mod export;

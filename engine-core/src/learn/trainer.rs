@@ -423,7 +423,13 @@ impl Trainer {
             Arc::get_mut(ev.kppt.as_mut().expect("training evaluator has KPPT")).expect("unique tables");
         let patterns = ev.patterns.as_mut().map(|p| Arc::get_mut(p).expect("unique pattern set"));
         let mut q = Quantized { kppt, patterns };
-        adagrad::apply(&ada, self.state.updates, self.weights.records_mut(), grads, Some(&mut q))
+        let (update_no, records) = (self.state.updates, self.weights.records_mut());
+        if self.cfg.deterministic {
+            adagrad::apply(&ada, update_no, records, grads, Some(&mut q))
+        } else {
+            // Bit-identical to `apply` (disjoint weight ranges in parallel).
+            self.pool.install(|| adagrad::apply_parallel(&ada, update_no, records, grads, Some(&mut q)))
+        }
     }
 
     /// Held-out metrics with the current evaluator.
