@@ -278,16 +278,14 @@ fn merge_bucket(acc: &mut Accumulator, chunks: &[ChunkEntries], b: usize) -> Vec
         }
     }
     acc.touched.sort_unstable();
-    let out = acc
-        .touched
+    acc.touched
         .iter()
         .map(|&l| {
             let l = l as usize;
             acc.seen[l] = false;
             (base + l as u32, acc.sum[l])
         })
-        .collect();
-    out
+        .collect()
 }
 
 /// The gradient of a mini-batch. With `parallel` the work runs on the current rayon pool;
