@@ -551,6 +551,11 @@ impl Trainer {
     }
 }
 
+/// Node cap of each move-agreement search. The search extends every check by a ply, so in
+/// shogi (drops keep checks coming) a shallow search can occasionally explode for minutes
+/// and stall training; the cap bounds it deterministically (a node count, not a time).
+pub const VALIDATION_NODE_CAP: u64 = 200_000;
+
 /// Held-out metrics: cross-entropy of the qsearch-leaf prediction against the target,
 /// agreement of a fixed-depth search with the recorded move, and mean |qsearch value −
 /// teacher score| (side to move's view).
@@ -593,7 +598,8 @@ pub fn validate(
                         tt.clear();
                         s.clear_heuristics();
                         s.set_position(&rec.pos, &[]);
-                        let r = s.go(Limits::depth(depth), |_| {});
+                        let limits = Limits { nodes: Some(VALIDATION_NODE_CAP), ..Limits::depth(depth) };
+                        let r = s.go(limits, |_| {});
                         a.moves += 1;
                         a.agree += (r.best_move == mv) as u64;
                     }
