@@ -304,3 +304,39 @@ fn parallel_adagrad_is_bit_identical_to_sequential() {
     assert_eq!(bits(&wa), bits(&wb));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `train_kpp = false` trains KK and KKP only: after an update every KPP weight the batch's
+/// gradient touched is still zero (with its accumulator), and the KK/KKP ones moved.
+#[test]
+fn train_kpp_false_leaves_kpp_weights_untouched() {
+    use engine_core::learn::gradient;
+    use engine_core::learn::weights::{KPP_BASE, PATTERN_BASE};
+    let dir = tmp_dir("no_kpp");
+    let (train, val) = data(&dir);
+    let cfg = LearnConfig { train_kpp: false, ..config(&dir, &train, &val) };
+    let mut t = Trainer::new(cfg.clone()).unwrap();
+    let (recs, _) = engine_core::teacher::ShardReader::read_all(&train).unwrap();
+    let batch = &recs[..100];
+    let g = {
+        let ev = t.evaluator().clone();
+        gradient::batch_gradient(&ev, batch, &cfg.loss(), false)
+    };
+    t.train_batch(batch);
+    let r = t.weights().records();
+    let (mut kpp, mut other) = (0, 0);
+    for &(i, gi) in &g.entries {
+        let i = i as usize;
+        if gi == [0.0; 2] {
+            continue;
+        }
+        if (KPP_BASE..PATTERN_BASE).contains(&i) {
+            assert_eq!(r[i], [0.0; 4], "KPP feature {i} changed");
+            kpp += 1;
+        } else {
+            assert_ne!(r[i], [0.0; 4], "feature {i} did not change");
+            other += 1;
+        }
+    }
+    assert!(kpp > 1000 && other > 100, "{kpp} KPP, {other} KK/KKP gradients");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -67,6 +67,9 @@ pub struct LearnConfig {
     /// Checkpoints kept (0 = all).
     pub keep_checkpoints: usize,
     pub seed: u64,
+    /// Train the KPP weights (false: only KK and KKP — ~10^7 weights that each see far more
+    /// positions, for small data sets; patterns are trained either way).
+    pub train_kpp: bool,
     /// Worker threads (0 = all cores).
     pub threads: usize,
     /// One thread, sequential code paths (results are identical anyway; for tests).
@@ -101,6 +104,7 @@ impl Default for LearnConfig {
             checkpoint_every: 1000,
             keep_checkpoints: 3,
             seed: 1,
+            train_kpp: true,
             threads: 0,
             deterministic: false,
         }
@@ -404,7 +408,17 @@ impl Trainer {
         let ev = self.evaluator.clone();
         let g = self.pool.install(|| gradient::batch_gradient(&ev, batch, &loss, parallel));
         drop(ev);
-        let touched = self.apply(&g.entries);
+        let touched = if self.cfg.train_kpp {
+            self.apply(&g.entries)
+        } else {
+            let kept: Vec<(u32, [f32; 2])> = g
+                .entries
+                .iter()
+                .copied()
+                .filter(|e| !(KPP_BASE..PATTERN_BASE).contains(&(e.0 as usize)))
+                .collect();
+            self.apply(&kept)
+        };
         self.state.updates += 1;
         self.state.examples += g.stats.used;
         self.state.skipped += g.stats.skipped;
