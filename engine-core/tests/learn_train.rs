@@ -340,3 +340,18 @@ fn train_kpp_false_leaves_kpp_weights_untouched() {
     assert!(kpp > 1000 && other > 100, "{kpp} KPP, {other} KK/KKP gradients");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped single-process configs parse (every key known) and hold what they document.
+#[test]
+fn shipped_learn_configs_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
+    for name in ["learn-demo.toml", "learn-full.toml"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let c = LearnConfig::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(c.train_kpp && !c.deterministic, "{name}");
+        // Every key is written out (documented) in the file.
+        for key in ["batch_size", "eta", "eta_turn", "lambda", "eval_limit", "shuffle_buffer", "train_kpp"] {
+            assert!(text.lines().any(|l| l.starts_with(&format!("{key} ="))), "{name}: {key}");
+        }
+    }
+}
