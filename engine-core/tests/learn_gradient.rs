@@ -143,3 +143,35 @@ fn parallel_and_sequential_batch_gradients_are_identical() {
     assert!(a.entries.windows(2).all(|w| w[0].0 < w[1].0));
     assert_eq!(a.stats.used + a.stats.skipped, recs.len() as u64);
 }
+
+/// The bucketed merge of `batch_gradient` equals the plain definition — every record's
+/// entries in record order, stably sorted and summed (`sort_and_sum`) — bit for bit, on
+/// pools of 1 and 3 threads and with more records than one chunk.
+#[test]
+fn batch_gradient_equals_the_record_order_sum_on_any_pool() {
+    let recs = to_records(&game_records(6, 70, 31));
+    assert!(recs.len() > 3 * gradient::CHUNK, "{} records", recs.len());
+    let ev = Arc::new(Evaluator::with_kppt(Arc::new(KpptTables::random(3, 60))));
+    let cfg = LossConfig { lambda: 0.4, eval_limit: 3000, skip_draws: false };
+    let mut s = Searcher::new(ev.clone(), Arc::new(TranspositionTable::new(1)));
+    let mut scratch = Scratch::default();
+    let mut reference = Vec::new();
+    let mut used = 0;
+    for rec in &recs {
+        used += gradient::record_gradient(&mut s, rec, &cfg, &mut scratch, &mut reference).is_some() as u64;
+    }
+    drop(s);
+    let raw = reference.len();
+    gradient::sort_and_sum(&mut reference, false);
+    assert!(reference.len() < raw, "no duplicate features were summed");
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let g = pool.install(|| gradient::batch_gradient(&ev, &recs, &cfg, true));
+        assert_eq!(g.stats.used, used);
+        assert_eq!(g.entries.len(), reference.len(), "{threads} threads");
+        for (a, b) in g.entries.iter().zip(&reference) {
+            assert_eq!(a.0, b.0);
+            assert_eq!(a.1.map(f32::to_bits), b.1.map(f32::to_bits), "index {} with {threads} threads", a.0);
+        }
+    }
+}

@@ -248,3 +248,110 @@ fn weight_file_header_errors() {
     assert!(matches!(e, WeightsError::Layout { what: "layout id", .. }), "{e}");
     eprintln!("{e}");
 }
+
+/// `apply_parallel` (disjoint weight ranges on a pool) leaves the same bytes as `apply`:
+/// weights, accumulators and quantized tables, over two updates with gradients in every
+/// range (KK, KKP rows, KPP kings at both ends, patterns), including range boundaries.
+#[test]
+fn parallel_adagrad_is_bit_identical_to_sequential() {
+    use engine_core::learn::weights::{KKP_BASE, KPP_BASE, PATTERN_BASE};
+    let dir = tmp_dir("adagrad_par");
+    let cfg = AdaGradConfig { eta: 7.0, eta_turn: 1.5, epsilon: 1e-8, eta_decay: 0.99 };
+    let mut rng = learn_util::Rng(17);
+    let patterns = 50usize;
+    let n = PATTERN_BASE + patterns;
+    let mut picks: Vec<usize> =
+        vec![0, KKP_BASE - 1, KKP_BASE, KPP_BASE - 1, KPP_BASE, PATTERN_BASE - 1, PATTERN_BASE, n - 1];
+    picks.extend((0..3000).map(|_| rng.below(KPP_BASE)));
+    picks.extend((0..20_000).map(|_| KPP_BASE + rng.below(PATTERN_BASE - KPP_BASE)));
+    picks.extend((0..30).map(|_| PATTERN_BASE + rng.below(patterns)));
+    picks.sort_unstable();
+    picks.dedup();
+    let grad = |rng: &mut learn_util::Rng| {
+        let mut g = || (rng.below(2001) as f32 - 1000.0) / 250.0;
+        [g(), g()]
+    };
+    let updates: Vec<Vec<(u32, [f32; 2])>> =
+        (0..2).map(|_| picks.iter().map(|&i| (i as u32, grad(&mut rng))).collect()).collect();
+    let mut wa = WeightFile::create(&dir.join("a.kw"), patterns as u64, 0).unwrap();
+    let mut wb = WeightFile::create(&dir.join("b.kw"), patterns as u64, 0).unwrap();
+    let (mut ta, mut tb) = (KpptTables::zeros(), KpptTables::zeros());
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    for (u, g) in updates.iter().enumerate() {
+        let mut qa = Quantized { kppt: &mut ta, patterns: None };
+        let na = adagrad::apply(&cfg, u as u64, wa.records_mut(), g, Some(&mut qa));
+        let mut qb = Quantized { kppt: &mut tb, patterns: None };
+        let rb = wb.records_mut();
+        let nb = pool.install(|| adagrad::apply_parallel(&cfg, u as u64, rb, g, Some(&mut qb)));
+        assert_eq!(na, nb);
+        assert!(na > 20_000);
+    }
+    let bits = |w: &WeightFile| -> Vec<u32> {
+        picks.iter().flat_map(|&i| w.records()[i].map(f32::to_bits)).collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&wa), bits(&wb));
+    assert_ne!(wa.records()[n - 1][0], 0.0);
+    assert!(ta.kk.as_slice() == tb.kk.as_slice());
+    assert!(ta.kkp.as_slice() == tb.kkp.as_slice());
+    assert!(ta.kpp.as_slice() == tb.kpp.as_slice());
+    assert!(tb.kpp_invariant_violation().is_none());
+    // Without quantized tables too.
+    let g = &updates[0];
+    let n0 = adagrad::apply(&cfg, 5, wa.records_mut(), g, None);
+    let rb = wb.records_mut();
+    let n1 = pool.install(|| adagrad::apply_parallel(&cfg, 5, rb, g, None));
+    assert_eq!(n0, n1);
+    assert_eq!(bits(&wa), bits(&wb));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `train_kpp = false` trains KK and KKP only: after an update every KPP weight the batch's
+/// gradient touched is still zero (with its accumulator), and the KK/KKP ones moved.
+#[test]
+fn train_kpp_false_leaves_kpp_weights_untouched() {
+    use engine_core::learn::gradient;
+    use engine_core::learn::weights::{KPP_BASE, PATTERN_BASE};
+    let dir = tmp_dir("no_kpp");
+    let (train, val) = data(&dir);
+    let cfg = LearnConfig { train_kpp: false, ..config(&dir, &train, &val) };
+    let mut t = Trainer::new(cfg.clone()).unwrap();
+    let (recs, _) = engine_core::teacher::ShardReader::read_all(&train).unwrap();
+    let batch = &recs[..100];
+    let g = {
+        let ev = t.evaluator().clone();
+        gradient::batch_gradient(&ev, batch, &cfg.loss(), false)
+    };
+    t.train_batch(batch);
+    let r = t.weights().records();
+    let (mut kpp, mut other) = (0, 0);
+    for &(i, gi) in &g.entries {
+        let i = i as usize;
+        if gi == [0.0; 2] {
+            continue;
+        }
+        if (KPP_BASE..PATTERN_BASE).contains(&i) {
+            assert_eq!(r[i], [0.0; 4], "KPP feature {i} changed");
+            kpp += 1;
+        } else {
+            assert_ne!(r[i], [0.0; 4], "feature {i} did not change");
+            other += 1;
+        }
+    }
+    assert!(kpp > 1000 && other > 100, "{kpp} KPP, {other} KK/KKP gradients");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The shipped single-process configs parse (every key known) and hold what they document.
+#[test]
+fn shipped_learn_configs_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
+    for name in ["learn-demo.toml", "learn-full.toml"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let c = LearnConfig::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(c.train_kpp && !c.deterministic, "{name}");
+        // Every key is written out (documented) in the file.
+        for key in ["batch_size", "eta", "eta_turn", "lambda", "eval_limit", "shuffle_buffer", "train_kpp"] {
+            assert!(text.lines().any(|l| l.starts_with(&format!("{key} ="))), "{name}: {key}");
+        }
+    }
+}

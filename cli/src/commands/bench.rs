@@ -55,6 +55,22 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Learner throughput with full KPPT tables, one thread and all cores: gradient
+    /// positions/s, end-to-end positions/s at a mini-batch size, peak memory (VmHWM).
+    Learn {
+        /// Teacher shard to read positions from; without it material-only self-play data
+        /// (1,000 nodes a move) is generated first.
+        #[arg(long)]
+        shard: Option<std::path::PathBuf>,
+        /// Mini-batch size.
+        #[arg(long, default_value_t = 10_000)]
+        batch: usize,
+        /// Mini-batches timed end to end (per thread count).
+        #[arg(long, default_value_t = 3)]
+        batches: usize,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 const MATSURI: &str = "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1";
@@ -96,6 +112,9 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
         BenchCommand::Eval { patterns, games, json } => super::bench_eval::run(patterns, games, json),
         BenchCommand::Coordinator { workers, pushes, positions, json } => {
             super::bench_coordinator::run(workers, pushes, positions, json)
+        }
+        BenchCommand::Learn { shard, batch, batches, json } => {
+            super::bench_learn::run(shard, batch, batches, json)
         }
         BenchCommand::Mate { positions, max_nodes, json } => {
             super::bench_mate::run(positions, max_nodes, json)

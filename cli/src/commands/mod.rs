@@ -1,6 +1,7 @@
 pub mod bench;
 mod bench_coordinator;
 mod bench_eval;
+mod bench_learn;
 mod bench_mate;
 pub mod eval;
 pub mod export;

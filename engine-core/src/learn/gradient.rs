@@ -7,9 +7,9 @@
 //! sign`; the exact derivative of the cross-entropy w.r.t. a raw (FV_SCALE-unit) weight
 //! is that divided by 600 · 32 (`LOSS_SCALE`). AdaGrad is insensitive to the constant.
 //!
-//! Records are processed in fixed chunks of `CHUNK` in parallel; each chunk's entries are
-//! sorted (stably) and summed, then all chunks' sums are merged in chunk order. The result
-//! is therefore bit-identical for any number of threads.
+//! Records are processed in fixed chunks of `CHUNK` in parallel; the entries of each
+//! feature are summed in record order (see `batch_gradient`), so the result is
+//! bit-identical for any number of threads.
 
 use super::features::{Active, active_features};
 use crate::eval::Evaluator;
@@ -180,14 +180,44 @@ fn new_searcher(evaluator: &Arc<Evaluator>) -> Searcher {
     Searcher::new(evaluator.clone(), Arc::new(TranspositionTable::new(1)))
 }
 
-fn chunk_gradient(evaluator: &Arc<Evaluator>, recs: &[TeacherRecord], cfg: &LossConfig) -> BatchGradient {
-    let mut searcher = new_searcher(evaluator);
-    let mut scratch = Scratch::default();
-    let mut entries = Vec::with_capacity(recs.len() * 1500);
+/// Feature indices per bucket of the merge (`1 << BUCKET_SHIFT`): a bucket's dense
+/// accumulator (128 KiB) stays in the L2 cache.
+pub const BUCKET_SHIFT: u32 = 14;
+
+/// One chunk's raw entries, grouped by bucket (stably: within a bucket, in record order).
+struct ChunkEntries {
+    entries: Vec<(u32, [f32; 2])>,
+    /// `entries[starts[b]..starts[b + 1]]` lies in bucket `b`.
+    starts: Vec<u32>,
+    stats: BatchStats,
+}
+
+/// Per-thread state of the gradient phase (reused across chunks: the quiescence search
+/// keeps no state between positions, so reuse does not change any result).
+struct Worker {
+    searcher: Searcher,
+    scratch: Scratch,
+    raw: Vec<(u32, [f32; 2])>,
+    counts: Vec<u32>,
+}
+
+impl Worker {
+    fn new(evaluator: &Arc<Evaluator>) -> Worker {
+        Worker {
+            searcher: new_searcher(evaluator),
+            scratch: Scratch::default(),
+            raw: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+}
+
+fn chunk_entries(w: &mut Worker, recs: &[TeacherRecord], cfg: &LossConfig, buckets: usize) -> ChunkEntries {
     let mut stats = BatchStats::default();
+    w.raw.clear();
     for rec in recs {
         stats.records += 1;
-        match record_gradient(&mut searcher, rec, cfg, &mut scratch, &mut entries) {
+        match record_gradient(&mut w.searcher, rec, cfg, &mut w.scratch, &mut w.raw) {
             Some(s) => {
                 stats.used += 1;
                 stats.loss_sum += s.loss;
@@ -195,35 +225,110 @@ fn chunk_gradient(evaluator: &Arc<Evaluator>, recs: &[TeacherRecord], cfg: &Loss
             None => stats.skipped += 1,
         }
     }
-    sort_and_sum(&mut entries, false);
-    BatchGradient { entries, stats }
+    // Counting sort by bucket (stable).
+    w.counts.clear();
+    w.counts.resize(buckets + 1, 0);
+    for e in &w.raw {
+        w.counts[(e.0 >> BUCKET_SHIFT) as usize + 1] += 1;
+    }
+    for b in 0..buckets {
+        w.counts[b + 1] += w.counts[b];
+    }
+    let starts = w.counts.clone();
+    let mut entries = vec![(0u32, [0f32; 2]); w.raw.len()];
+    for e in &w.raw {
+        let b = (e.0 >> BUCKET_SHIFT) as usize;
+        entries[w.counts[b] as usize] = *e;
+        w.counts[b] += 1;
+    }
+    ChunkEntries { entries, starts, stats }
 }
 
-/// The gradient of a mini-batch. With `parallel` the chunks run on the current rayon pool;
-/// the result is the same either way.
+/// Dense accumulator of one bucket.
+struct Accumulator {
+    sum: Vec<[f32; 2]>,
+    seen: Vec<bool>,
+    touched: Vec<u32>,
+}
+
+impl Accumulator {
+    fn new() -> Accumulator {
+        let n = 1usize << BUCKET_SHIFT;
+        Accumulator { sum: vec![[0.0; 2]; n], seen: vec![false; n], touched: Vec::new() }
+    }
+}
+
+/// Sums bucket `b` over all chunks, in chunk order and within a chunk in record order,
+/// and returns its distinct entries sorted by index.
+fn merge_bucket(acc: &mut Accumulator, chunks: &[ChunkEntries], b: usize) -> Vec<(u32, [f32; 2])> {
+    let base = (b as u32) << BUCKET_SHIFT;
+    acc.touched.clear();
+    for c in chunks {
+        let (lo, hi) = (c.starts[b] as usize, c.starts[b + 1] as usize);
+        for &(i, g) in &c.entries[lo..hi] {
+            let l = (i - base) as usize;
+            if !acc.seen[l] {
+                acc.seen[l] = true;
+                acc.touched.push(l as u32);
+                acc.sum[l] = g;
+            } else {
+                acc.sum[l][0] += g[0];
+                acc.sum[l][1] += g[1];
+            }
+        }
+    }
+    acc.touched.sort_unstable();
+    acc.touched
+        .iter()
+        .map(|&l| {
+            let l = l as usize;
+            acc.seen[l] = false;
+            (base + l as u32, acc.sum[l])
+        })
+        .collect()
+}
+
+/// The gradient of a mini-batch. With `parallel` the work runs on the current rayon pool;
+/// the result is the same either way, and bit-identical to summing every record's entries
+/// in record order (`record_gradient` on each record in turn, then `sort_and_sum`).
+///
+/// Records are processed in fixed chunks of `CHUNK`; each chunk's raw entries are grouped
+/// by index bucket (counting sort, stable), then each bucket is summed over the chunks in
+/// order with a dense per-bucket accumulator. Buckets are independent, so they are merged
+/// in parallel; no step depends on the thread count.
 pub fn batch_gradient(
     evaluator: &Arc<Evaluator>,
     records: &[TeacherRecord],
     cfg: &LossConfig,
     parallel: bool,
 ) -> BatchGradient {
-    let parts: Vec<BatchGradient> = if parallel {
-        records.par_chunks(CHUNK).map(|c| chunk_gradient(evaluator, c, cfg)).collect()
+    let features = super::weights::PATTERN_BASE + evaluator.patterns.as_ref().map_or(0, |p| p.len());
+    let buckets = features.div_ceil(1 << BUCKET_SHIFT);
+    let chunks: Vec<ChunkEntries> = if parallel {
+        records
+            .par_chunks(CHUNK)
+            .map_init(|| Worker::new(evaluator), |w, c| chunk_entries(w, c, cfg, buckets))
+            .collect()
     } else {
-        records.chunks(CHUNK).map(|c| chunk_gradient(evaluator, c, cfg)).collect()
+        let mut w = Worker::new(evaluator);
+        records.chunks(CHUNK).map(|c| chunk_entries(&mut w, c, cfg, buckets)).collect()
     };
     let mut stats = BatchStats::default();
-    let total: usize = parts.iter().map(|p| p.entries.len()).sum();
-    let mut entries = Vec::with_capacity(total);
-    for p in &parts {
-        stats.add(&p.stats);
-        entries.extend_from_slice(&p.entries);
+    for c in &chunks {
+        stats.add(&c.stats);
     }
-    drop(parts);
-    if parallel {
-        sort_and_sum(&mut entries, true);
+    let non_empty: Vec<usize> =
+        (0..buckets).filter(|&b| chunks.iter().any(|c| c.starts[b] != c.starts[b + 1])).collect();
+    let parts: Vec<Vec<(u32, [f32; 2])>> = if parallel {
+        non_empty.par_iter().map_init(Accumulator::new, |acc, &b| merge_bucket(acc, &chunks, b)).collect()
     } else {
-        sort_and_sum(&mut entries, false);
+        let mut acc = Accumulator::new();
+        non_empty.iter().map(|&b| merge_bucket(&mut acc, &chunks, b)).collect()
+    };
+    drop(chunks);
+    let mut entries = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for p in parts {
+        entries.extend_from_slice(&p);
     }
     BatchGradient { entries, stats }
 }

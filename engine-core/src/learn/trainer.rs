@@ -67,6 +67,9 @@ pub struct LearnConfig {
     /// Checkpoints kept (0 = all).
     pub keep_checkpoints: usize,
     pub seed: u64,
+    /// Train the KPP weights (false: only KK and KKP — ~10^7 weights that each see far more
+    /// positions, for small data sets; patterns are trained either way).
+    pub train_kpp: bool,
     /// Worker threads (0 = all cores).
     pub threads: usize,
     /// One thread, sequential code paths (results are identical anyway; for tests).
@@ -101,6 +104,7 @@ impl Default for LearnConfig {
             checkpoint_every: 1000,
             keep_checkpoints: 3,
             seed: 1,
+            train_kpp: true,
             threads: 0,
             deterministic: false,
         }
@@ -404,7 +408,17 @@ impl Trainer {
         let ev = self.evaluator.clone();
         let g = self.pool.install(|| gradient::batch_gradient(&ev, batch, &loss, parallel));
         drop(ev);
-        let touched = self.apply(&g.entries);
+        let touched = if self.cfg.train_kpp {
+            self.apply(&g.entries)
+        } else {
+            let kept: Vec<(u32, [f32; 2])> = g
+                .entries
+                .iter()
+                .copied()
+                .filter(|e| !(KPP_BASE..PATTERN_BASE).contains(&(e.0 as usize)))
+                .collect();
+            self.apply(&kept)
+        };
         self.state.updates += 1;
         self.state.examples += g.stats.used;
         self.state.skipped += g.stats.skipped;
@@ -423,7 +437,13 @@ impl Trainer {
             Arc::get_mut(ev.kppt.as_mut().expect("training evaluator has KPPT")).expect("unique tables");
         let patterns = ev.patterns.as_mut().map(|p| Arc::get_mut(p).expect("unique pattern set"));
         let mut q = Quantized { kppt, patterns };
-        adagrad::apply(&ada, self.state.updates, self.weights.records_mut(), grads, Some(&mut q))
+        let (update_no, records) = (self.state.updates, self.weights.records_mut());
+        if self.cfg.deterministic {
+            adagrad::apply(&ada, update_no, records, grads, Some(&mut q))
+        } else {
+            // Bit-identical to `apply` (disjoint weight ranges in parallel).
+            self.pool.install(|| adagrad::apply_parallel(&ada, update_no, records, grads, Some(&mut q)))
+        }
     }
 
     /// Held-out metrics with the current evaluator.
@@ -545,6 +565,11 @@ impl Trainer {
     }
 }
 
+/// Node cap of each move-agreement search. The search extends every check by a ply, so in
+/// shogi (drops keep checks coming) a shallow search can occasionally explode for minutes
+/// and stall training; the cap bounds it deterministically (a node count, not a time).
+pub const VALIDATION_NODE_CAP: u64 = 200_000;
+
 /// Held-out metrics: cross-entropy of the qsearch-leaf prediction against the target,
 /// agreement of a fixed-depth search with the recorded move, and mean |qsearch value −
 /// teacher score| (side to move's view).
@@ -587,7 +612,8 @@ pub fn validate(
                         tt.clear();
                         s.clear_heuristics();
                         s.set_position(&rec.pos, &[]);
-                        let r = s.go(Limits::depth(depth), |_| {});
+                        let limits = Limits { nodes: Some(VALIDATION_NODE_CAP), ..Limits::depth(depth) };
+                        let r = s.go(limits, |_| {});
                         a.moves += 1;
                         a.agree += (r.best_move == mv) as u64;
                     }
