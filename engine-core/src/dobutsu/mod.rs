@@ -1,0 +1,13 @@
+//! Dobutsu shogi ("let's catch the lion"), a 3×4 shogi small enough to solve completely:
+//! rules and notation, move generation, an exact retrograde solution with a memory-mapped
+//! table, Monte Carlo players (research §4), alpha-beta, and teacher-quality measurement
+//! against the exact values. A separate game: no code is shared with `rules`.
+
+pub mod game;
+pub mod movegen;
+pub mod notation;
+pub mod rules;
+
+pub use movegen::{MAX_MOVES, MoveList, legal_moves, perft};
+pub use notation::STARTPOS;
+pub use rules::{Color, Move, Position, Status};
