@@ -46,6 +46,9 @@ enum Command {
     Export(commands::export::ExportArgs),
     /// Draw learning curves from a metrics JSONL file as SVG.
     Plot(commands::plot::PlotArgs),
+    /// Dobutsu shogi: perft, exact solution, Monte Carlo players, matches, teacher quality.
+    #[command(subcommand)]
+    Dobutsu(commands::dobutsu::DobutsuCommand),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Learn(args) => commands::learn::run(args),
         Command::Export(args) => commands::export::run(args),
         Command::Plot(args) => commands::plot::run(args),
+        Command::Dobutsu(cmd) => commands::dobutsu::run(cmd),
     };
     match result {
         Ok(code) => code,

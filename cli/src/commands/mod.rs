@@ -1,6 +1,7 @@
 pub mod bench;
 mod bench_eval;
 mod bench_mate;
+pub mod dobutsu;
 pub mod eval;
 pub mod export;
 pub mod gensfen;

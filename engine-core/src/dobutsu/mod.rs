@@ -3,10 +3,16 @@
 //! table, Monte Carlo players (research §4), alpha-beta, and teacher-quality measurement
 //! against the exact values. A separate game: no code is shared with `rules`.
 
+pub mod alphabeta;
 pub mod game;
+pub mod mc_player;
 pub mod movegen;
 pub mod notation;
+pub mod players;
+pub mod playout;
 pub mod rules;
+pub mod solver;
+pub mod table_file;
 
 pub use movegen::{MAX_MOVES, MoveList, legal_moves, perft};
 pub use notation::STARTPOS;
