@@ -71,7 +71,7 @@ pub struct SolveArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Hash capacity while enumerating (positions; 8 bytes each).
-    #[arg(long, default_value_t = 330_000_000)]
+    #[arg(long, default_value_t = 360_000_000)]
     capacity: usize,
     /// A solved table to query.
     #[arg(long)]
@@ -283,8 +283,8 @@ fn build(out: &std::path::Path, capacity: usize) -> CommandResult {
     let first: Vec<(Move, Option<Value>)> = move_values(&start, &|k| table.lookup(k));
     println!("reachable positions: {} (published {PUBLISHED_REACHABLE})", es.positions);
     println!(
-        "  terminal: {} side-to-move-captures-lion wins, {} try losses; BFS depth {}",
-        es.capture_wins, es.try_losses, es.layers
+        "  of which {} try losses (terminal); {} moves led to a position whose side to move can take the lion (not stored); BFS depth {}",
+        es.try_losses, es.capture_win_edges, es.layers
     );
     println!(
         "  values: {} wins, {} losses, {} draws (side to move); longest distance {} plies; {} without moves",

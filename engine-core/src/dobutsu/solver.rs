@@ -3,10 +3,11 @@
 //! per-position counters of unresolved children).
 //!
 //! Conventions (the side to move's view; keys are colour-normalised, see `Position::key`):
-//! - A position where the side to move can capture the opponent's lion is a terminal
-//!   *win in 1* and is not expanded; one where the opponent's lion made a try the side to
-//!   move cannot capture is a terminal *loss in 0* (`Status::Lost`). Terminal positions
-//!   count as reachable.
+//! - A position where the side to move can capture the opponent's lion is a *win in 1*.
+//!   Like a chess position whose side to move could take the king, it is not a position
+//!   of the state space: it is neither stored nor counted (its value is known without a
+//!   table). One where the opponent's lion made a try the side to move cannot capture is
+//!   a terminal *loss in 0* (`Status::Lost`): stored and counted, not expanded.
 //! - A value byte is 0 for a draw (no forced result: with best play the game cycles, which
 //!   the repetition rule makes a draw), else `distance + 1`; the side to move wins iff the
 //!   distance (plies to the end with best play: the winner hurries, the loser delays) is odd.
@@ -122,16 +123,17 @@ impl KeySet {
 #[derive(Clone, Debug, Default)]
 pub struct EnumStats {
     pub positions: u64,
-    /// Positions whose side to move can capture the lion (terminal wins).
-    pub capture_wins: u64,
+    /// Moves (edges, not distinct positions) that lead to a position whose side to move
+    /// can capture the lion; such positions are not stored.
+    pub capture_win_edges: u64,
     /// Positions lost to a try (terminal losses).
     pub try_losses: u64,
     /// Breadth-first layers (plies from the start to the first occurrence).
     pub layers: u32,
 }
 
-/// Enumerates every position reachable from `start` (terminal positions included, not
-/// expanded), breadth-first and in parallel. `capacity` bounds the number of positions
+/// Enumerates every position reachable from `start` (try losses included, not expanded;
+/// positions whose side to move can capture the lion left out), breadth-first, in parallel. `capacity` bounds the number of positions
 /// (8 bytes each while enumerating). Returns the sorted keys.
 pub fn enumerate(
     start: &Position,
@@ -144,6 +146,7 @@ pub fn enumerate(
     set.insert(start.key()).map_err(|_| full())?;
     let mut frontier = vec![start.key()];
     let mut total = 1u64;
+    let capture_edges = AtomicU64::new(0);
     let mut layers = 0;
     while !frontier.is_empty() {
         let next: Result<Vec<Vec<u64>>, ()> = frontier
@@ -160,7 +163,12 @@ pub fn enumerate(
                     for &m in list.as_slice() {
                         let u = p.do_move(m);
                         let ck = p.key();
+                        let skip = p.can_capture_lion();
                         p.undo_move(m, u);
+                        if skip {
+                            capture_edges.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
                         if set.insert(ck)? {
                             out.push(ck);
                         }
@@ -181,15 +189,14 @@ pub fn enumerate(
     drop(frontier);
     let mut keys: Vec<u64> = set.slots.into_iter().map(AtomicU64::into_inner).filter(|&k| k != 0).collect();
     keys.par_sort_unstable();
-    let (capture_wins, try_losses) = keys
-        .par_iter()
-        .map(|&k| match terminal_value(&Position::from_key(k)) {
-            Some(Value::Win(_)) => (1u64, 0u64),
-            Some(_) => (0, 1),
-            None => (0, 0),
-        })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let stats = EnumStats { positions: keys.len() as u64, capture_wins, try_losses, layers };
+    let try_losses =
+        keys.par_iter().filter(|&&k| terminal_value(&Position::from_key(k)).is_some()).count() as u64;
+    let stats = EnumStats {
+        positions: keys.len() as u64,
+        capture_win_edges: capture_edges.into_inner(),
+        try_losses,
+        layers,
+    };
     Ok((keys, stats))
 }
 
@@ -330,12 +337,26 @@ pub fn retrograde(keys: &[u64], log: &(dyn Fn(&str) + Sync)) -> Result<(Vec<u8>,
                 values[i].store(Value::Loss(0).to_byte(), Ordering::Relaxed);
                 return 1;
             }
-            counters[i].store(list.len() as u8, Ordering::Relaxed);
+            // Children where the opponent can take our lion are wins in 1 for them and
+            // are not stored: count only the stored children.
+            let mut q = p;
+            let mut stored = 0u8;
+            for &m in list.as_slice() {
+                let u = q.do_move(m);
+                stored += !q.can_capture_lion() as u8;
+                q.undo_move(m, u);
+            }
+            if stored == 0 {
+                values[i].store(Value::Loss(2).to_byte(), Ordering::Relaxed);
+            } else {
+                counters[i].store(stored, Ordering::Relaxed);
+            }
             0
         })
         .sum();
     log("terminal positions marked");
     let mut d: u32 = 0;
+    let mut empty_rounds = 0;
     loop {
         if d + 2 > 255 {
             return Err("a distance above 253 plies does not fit the value byte".into());
@@ -365,8 +386,15 @@ pub fn retrograde(keys: &[u64], log: &(dyn Fn(&str) + Sync)) -> Result<(Vec<u8>,
                 1
             })
             .sum();
+        // Loss-in-2 positions were set at the start, so round 1 may be empty while round 2
+        // is not: stop after two empty rounds in a row.
         if scanned == 0 {
-            break;
+            empty_rounds += 1;
+            if empty_rounds == 2 {
+                break;
+            }
+        } else {
+            empty_rounds = 0;
         }
         log(&format!("distance {d}: {scanned} positions"));
         d += 1;
@@ -417,9 +445,12 @@ pub fn forward_solve(keys: &[u64]) -> Vec<u8> {
             let mut all_win = true;
             for &m in list.as_slice() {
                 let u = p.do_move(m);
-                let j = index.find(p.key()).expect("child of a reachable position is reachable");
+                let b = if p.can_capture_lion() {
+                    Value::Win(1).to_byte()
+                } else {
+                    values[index.find(p.key()).expect("child of a reachable position is reachable")]
+                };
                 p.undo_move(m, u);
-                let b = values[j];
                 let known = b != 0 && (b as u32) < r + 1; // distance ≤ r − 1
                 match Value::from_byte(b) {
                     Value::Loss(_) if known => any_loss = true,
@@ -462,6 +493,8 @@ pub fn move_values(
             let u = p.do_move(m);
             let v = if p.status() == Status::Lost {
                 Some(Value::Win(1))
+            } else if p.can_capture_lion() {
+                Some(Value::Loss(2))
             } else {
                 lookup(p.key()).map(|b| Value::from_byte(b).parent())
             };
