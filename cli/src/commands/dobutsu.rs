@@ -384,8 +384,76 @@ fn run_match(a: MatchArgs) -> CommandResult {
 }
 
 fn teacher_quality(a: TeacherArgs) -> CommandResult {
-    let _ = (&a.table, &a.tables, a.positions, &a.playouts, &a.depths, a.seed);
-    Err("teacher-quality is not built yet".into())
+    use engine_core::dobutsu::alphabeta;
+    use engine_core::dobutsu::teacher_quality::{sample_positions, score};
+    let table = Table::open(&a.table)?;
+    let tables = match &a.tables {
+        Some(p) => Some(FeatureTables::load(p)?),
+        None => None,
+    };
+    let samples = sample_positions(a.positions, a.seed, &|k| table.lookup(k));
+    let decided = samples.iter().filter(|s| s.1 != Value::Draw).count();
+    println!(
+        "{} positions from random games (plies 2..40), {decided} decided, {} draws",
+        samples.len(),
+        samples.len() - decided
+    );
+    println!("| teacher | winner accuracy (decided) | Brier | calibration error | ms/position |");
+    println!("|---|---|---|---|---|");
+    let mut teachers: Vec<(String, Box<dyn Fn(&Position, u64) -> f64>)> = vec![];
+    for &n in &a.playouts {
+        teachers.push((
+            format!("primitive MC {n}"),
+            Box::new(move |p: &Position, s| choose_rate(p, McKind::Primitive, n, s)),
+        ));
+        if let Some(t) = &tables {
+            let t = t.clone();
+            teachers.push((
+                format!("improved MC {n}"),
+                Box::new(move |p: &Position, s| choose_rate(p, McKind::Improved(&t), n, s)),
+            ));
+        }
+    }
+    for &d in &a.depths {
+        teachers.push((
+            format!("alpha-beta depth {d}"),
+            Box::new(move |p: &Position, s| alphabeta::win_probability(alphabeta::search(p, d, s).score)),
+        ));
+    }
+    for (name, f) in &teachers {
+        let t0 = Instant::now();
+        let preds: Vec<f64> = samples.iter().enumerate().map(|(i, (p, _))| f(p, a.seed ^ i as u64)).collect();
+        let ms = t0.elapsed().as_secs_f64() * 1000.0 / samples.len().max(1) as f64;
+        let r = score(&samples, &preds);
+        println!(
+            "| {name} | {:.1}% | {:.3} | {:.3} | {ms:.1} |",
+            100.0 * r.accuracy(),
+            r.brier,
+            r.calibration_error()
+        );
+        let bins: Vec<String> = r
+            .bins
+            .iter()
+            .enumerate()
+            .filter(|b| b.1.0 > 0)
+            .map(|(i, b)| {
+                format!(
+                    "[{:.1},{:.1}): n={} pred {:.2} actual {:.2}",
+                    i as f64 / 10.0,
+                    (i + 1) as f64 / 10.0,
+                    b.0,
+                    b.1,
+                    b.2
+                )
+            })
+            .collect();
+        tracing::info!("{name} calibration: {}", bins.join("; "));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn choose_rate(p: &Position, kind: McKind, playouts: u64, seed: u64) -> f64 {
+    evaluate_moves(p, kind, playouts, seed).first().map_or(0.0, |x| x.1)
 }
 
 fn bench(playouts: u64, tables: Option<PathBuf>) -> CommandResult {

@@ -238,10 +238,10 @@ pub fn improved_playout(pos: &Position, t: &FeatureTables, alpha: f32, rng: &mut
     None
 }
 
-/// The sharpening α for a playout budget: 0 at 10 playouts, +0.15 per factor of ten,
-/// at most 0.75 (so 0.15, 0.30, 0.45, 0.60 at 10², 10³, 10⁴, 10⁵).
+/// The sharpening α for a playout budget: 0.4 at 10² playouts, +0.1 per factor of ten,
+/// within 0.2..=0.8 (so 0.4, 0.5, 0.6, 0.7 at 10², 10³, 10⁴, 10⁵).
 pub fn alpha_for(playouts: u64) -> f32 {
-    ((playouts.max(1) as f32).log10() * 0.15 - 0.15).clamp(0.0, 0.75)
+    (0.2 + 0.1 * (playouts.max(1) as f32).log10()).clamp(0.2, 0.8)
 }
 
 /// Which Monte Carlo player.

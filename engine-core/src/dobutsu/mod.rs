@@ -13,6 +13,7 @@ pub mod playout;
 pub mod rules;
 pub mod solver;
 pub mod table_file;
+pub mod teacher_quality;
 
 pub use movegen::{MAX_MOVES, MoveList, legal_moves, perft};
 pub use notation::STARTPOS;
