@@ -75,7 +75,7 @@ fn negamax(p: &mut Position, depth: u32, mut alpha: i32, beta: i32, ply: i32, no
     }
     let mut moves: Vec<(i32, Move)> =
         list.as_slice().iter().map(|&m| (piece_value(kind_of(p.board[m.to()])), m)).collect();
-    moves.sort_by(|a, b| b.0.cmp(&a.0));
+    moves.sort_by_key(|x| std::cmp::Reverse(x.0));
     let mut best = -WIN - 1;
     for (_, m) in moves {
         let u = p.do_move(m);

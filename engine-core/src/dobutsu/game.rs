@@ -63,13 +63,12 @@ impl Game {
         self.moves.push(m);
         let key = full_key(&self.pos);
         self.history.push(key);
-        if captured != 0 && kind_of(captured) == LION {
+        let lion_taken = captured != 0 && kind_of(captured) == LION;
+        if lion_taken || self.pos.status() == Status::Lost {
             self.outcome = Some(Outcome::Win(mover));
-        } else if self.pos.status() == Status::Lost {
-            self.outcome = Some(Outcome::Win(mover));
-        } else if self.history.iter().filter(|&&k| k == key).count() >= 3 {
-            self.outcome = Some(Outcome::Draw);
-        } else if self.moves.len() >= self.max_plies {
+        } else if self.history.iter().filter(|&&k| k == key).count() >= 3
+            || self.moves.len() >= self.max_plies
+        {
             self.outcome = Some(Outcome::Draw);
         }
         Ok(())

@@ -129,7 +129,7 @@ impl Position {
         let ply = match fields.get(3) {
             None => 1,
             Some(p) => match p.parse::<u32>() {
-                Ok(n) if n >= 1 && n < 1_000_000 => n,
+                Ok(n) if (1..1_000_000).contains(&n) => n,
                 _ => return Err(format!("ply field: {p:?} is not a number ≥ 1")),
             },
         };

@@ -32,7 +32,7 @@ impl Rng {
     }
     /// Uniform in 0..n.
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 32) * n as u64 >> 32) as usize
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
     /// Uniform in [0, 1).
     pub fn unit(&mut self) -> f64 {

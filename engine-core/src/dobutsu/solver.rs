@@ -363,7 +363,7 @@ pub fn retrograde(keys: &[u64], log: &(dyn Fn(&str) + Sync)) -> Result<(Vec<u8>,
         }
         let cur = (d + 1) as u8;
         let new_val = (d + 2) as u8;
-        let child_is_loss = d % 2 == 0;
+        let child_is_loss = d.is_multiple_of(2);
         let scanned: u64 = (0..keys.len())
             .into_par_iter()
             .with_min_len(1 << 14)

@@ -37,10 +37,8 @@ pub fn write_table(path: &Path, keys: &[u64], values: &[u8], max_distance: u32) 
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+    if let Some(Ok(d)) = path.parent().filter(|d| !d.as_os_str().is_empty()).map(File::open) {
+        let _ = d.sync_all();
     }
     Ok(())
 }
