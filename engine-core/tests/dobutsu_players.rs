@@ -10,8 +10,7 @@ use engine_core::dobutsu::solver::{Value, enumerate, move_values, retrograde};
 use engine_core::dobutsu::table_file::{Table, write_table};
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("keima-dobutsu-{}-{name}", std::process::id()));
-    d
+    std::env::temp_dir().join(format!("keima-dobutsu-{}-{name}", std::process::id()))
 }
 
 #[test]

@@ -154,7 +154,7 @@ fn ref_play(p: &RefPos, m: &str) -> RefPos {
         let mut piece = q.rows[fr][ff];
         q.rows[fr][ff] = '.';
         let last = if p.black { 0 } else { 3 };
-        if piece.to_ascii_uppercase() == 'C' && to_r == last {
+        if piece.eq_ignore_ascii_case(&'C') && to_r == last {
             piece = if p.black { 'H' } else { 'h' };
         }
         q.rows[to_r][to_f] = piece;
