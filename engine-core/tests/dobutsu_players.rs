@@ -124,3 +124,66 @@ fn mc_players_take_a_lion_and_a_safe_try() {
         }
     }
 }
+
+#[test]
+fn teacher_scores_are_exact_for_a_perfect_and_an_inverted_teacher() {
+    use engine_core::dobutsu::teacher_quality::{sample_positions, score};
+    let start = Position::from_sfen("gl1/3/1C1/1LG b - 1").unwrap();
+    let (keys, _) = enumerate(&start, 1 << 20, &|_| {}).unwrap();
+    let (values, _) = retrograde(&keys, &|_| {}).unwrap();
+    let lookup = |k: u64| keys.binary_search(&k).ok().map(|i| values[i]);
+    // Random positions of this endgame (the sampler starts from the full start, so build
+    // the samples directly from the table here).
+    let mut rng = Rng::new(17);
+    let samples: Vec<(Position, Value)> = (0..500)
+        .map(|_| {
+            let i = rng.below(keys.len());
+            (Position::from_key(keys[i]), Value::from_byte(values[i]))
+        })
+        .collect();
+    let truth = |v: &Value| match v {
+        Value::Win(_) => 1.0,
+        Value::Loss(_) => 0.0,
+        Value::Draw => 0.5,
+    };
+    let perfect: Vec<f64> = samples.iter().map(|s| truth(&s.1)).collect();
+    let r = score(&samples, &perfect);
+    assert_eq!(r.correct, r.decided);
+    assert!(r.brier.abs() < 1e-12 && r.calibration_error() < 1e-12);
+    let inverted: Vec<f64> = perfect.iter().map(|p| 1.0 - p).collect();
+    let r = score(&samples, &inverted);
+    assert_eq!(r.correct, 0);
+    let decided = r.decided as f64 / r.positions as f64;
+    assert!((r.brier - decided).abs() < 1e-12, "Brier of a fully wrong teacher = share decided");
+    // The sampler only returns positions the lookup knows, with their exact values.
+    let full = sample_positions(50, 3, &lookup);
+    for (p, v) in &full {
+        assert_eq!(Some(v.to_byte()), lookup(p.key()));
+    }
+}
+
+#[test]
+fn alphabeta_finds_every_short_win_the_table_knows() {
+    use engine_core::dobutsu::alphabeta::{WIN, search};
+    let start = Position::from_sfen("gl1/3/1C1/1LG b - 1").unwrap();
+    let (keys, _) = enumerate(&start, 1 << 20, &|_| {}).unwrap();
+    let (values, _) = retrograde(&keys, &|_| {}).unwrap();
+    let lookup = |k: u64| keys.binary_search(&k).ok().map(|i| values[i]);
+    let mut rng = Rng::new(23);
+    let mut checked = 0;
+    for _ in 0..5000 {
+        let i = rng.below(keys.len());
+        let Value::Win(d) = Value::from_byte(values[i]) else { continue };
+        if d > 5 {
+            continue;
+        }
+        let p = Position::from_key(keys[i]);
+        let r = search(&p, d, 1);
+        assert!(r.score >= WIN - d as i32 - 1, "{}: win in {d} not found (score {})", p.to_sfen(), r.score);
+        let mv = move_values(&p, &lookup);
+        let best = r.best.unwrap();
+        assert!(matches!(mv.iter().find(|x| x.0 == best).unwrap().1, Some(Value::Win(_))), "{}", p.to_sfen());
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked}");
+}
