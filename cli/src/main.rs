@@ -52,6 +52,9 @@ enum Command {
     Worker(commands::worker::WorkerArgs),
     /// A running coordinator's counters.
     Status(commands::status::StatusArgs),
+    /// Dobutsu shogi: perft, exact solution, Monte Carlo players, matches, teacher quality.
+    #[command(subcommand)]
+    Dobutsu(commands::dobutsu::DobutsuCommand),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Train(args) => commands::train::run_cmd(args),
         Command::Worker(args) => commands::worker::run_cmd(args),
         Command::Status(args) => commands::status::run(args),
+        Command::Dobutsu(cmd) => commands::dobutsu::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -3,7 +3,8 @@
 //! applied), and for the last versions the list of features whose quantized value changed,
 //! so a worker one or a few versions behind gets a small delta instead of a full copy.
 //!
-//! A merge is the learner's sparse AdaGrad step (`engine_core::learn::adagrad::apply`), so a
+//! A merge is the learner's sparse AdaGrad step (`adagrad::apply_parallel`, bit-identical to
+//! the sequential `apply` and run over disjoint weight ranges), so a
 //! sequence of merges equals `keima learn` with the same gradients in the same order.
 
 use engine_core::eval::Evaluator;
@@ -12,6 +13,7 @@ use engine_core::learn::adagrad::{self, AdaGradConfig, Quantized};
 use engine_core::learn::quantized;
 use engine_core::learn::trainer::evaluator_from_weights;
 use engine_core::learn::weights::WeightFile;
+use rayon::prelude::*;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -65,18 +67,24 @@ impl WeightState {
         let update_no = self.version();
         let ev = Arc::get_mut(&mut self.evaluator).expect("no search holds the coordinator's evaluator");
         let (kppt, mut patterns) = quantized::tables_mut(ev).expect("unique tables");
-        let before: Vec<[i32; 2]> =
-            grads.iter().map(|&(i, _)| quantized::get(kppt, patterns.as_deref(), i as usize)).collect();
+        let before: Vec<[i32; 2]> = {
+            let (k, p) = (&*kppt, patterns.as_deref());
+            grads.par_iter().map(|&(i, _)| quantized::get(k, p, i as usize)).collect()
+        };
+        // In parallel over disjoint weight ranges (bit-identical to the sequential update).
         let touched = {
             let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
-            adagrad::apply(&self.adagrad, update_no, self.file.records_mut(), grads, Some(&mut q))
+            adagrad::apply_parallel(&self.adagrad, update_no, self.file.records_mut(), grads, Some(&mut q))
         };
-        let changed: Vec<u32> = grads
-            .iter()
-            .zip(&before)
-            .filter(|&(&(i, _), b)| quantized::get(kppt, patterns.as_deref(), i as usize) != *b)
-            .map(|(&(i, _), _)| i)
-            .collect();
+        let changed: Vec<u32> = {
+            let (k, p) = (&*kppt, patterns.as_deref());
+            grads
+                .par_iter()
+                .zip(before.par_iter())
+                .filter(|&(&(i, _), b)| quantized::get(k, p, i as usize) != *b)
+                .map(|(&(i, _), _)| i)
+                .collect()
+        };
         let quantized_changed = changed.len();
         self.file.header.updates += 1;
         self.file.header.examples += examples;

@@ -2,6 +2,7 @@
 //! → search → teacher → gradient → merge. Nothing here knows about networks, and no module
 //! decides where files live: callers pass paths or readers.
 
+pub mod dobutsu;
 pub mod eval;
 pub mod learn;
 pub mod play;
