@@ -46,11 +46,19 @@ fn request<T>(msg: T, token: &str) -> tonic::Request<T> {
 }
 
 async fn client(url: &str) -> Result<CoordinatorClient<Channel>, String> {
-    let ch = Endpoint::from_shared(url.to_string())
-        .map_err(|e| e.to_string())?
-        .connect()
-        .await
-        .map_err(|e| e.to_string())?;
+    let ep = Endpoint::from_shared(url.to_string()).map_err(|e| e.to_string())?;
+    // Many clients connect at once: retry a refused connection a few times.
+    let mut tries = 0;
+    let ch = loop {
+        match ep.connect().await {
+            Ok(ch) => break ch,
+            Err(e) if tries >= 20 => return Err(format!("{url}: {e}")),
+            Err(_) => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(50 * tries)).await;
+            }
+        }
+    };
     Ok(CoordinatorClient::new(ch)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES))
