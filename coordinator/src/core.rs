@@ -8,7 +8,7 @@ use crate::journal::{self, JournalMeta};
 use crate::queue::{LeaseDecision, PushDecision, Queue, ShardSpec};
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
-use engine_core::learn::trainer::{ValidationMetrics, init_weights, pattern_hash, validate};
+use engine_core::learn::trainer::{ValidationMetrics, pattern_hash, start_weights, validate};
 use engine_core::learn::weights::{LAYOUT_KPPT_TRIANGLE, WeightFile};
 use engine_core::teacher::{PackedSfenValue, ShardReader, ShardSettings, ShardWriter, TeacherRecord};
 use keima_proto::v1;
@@ -229,23 +229,12 @@ impl Core {
         }
         let specs = build_specs(&cfg)?;
         let (patterns, pattern_file) = pattern_bytes(&cfg)?;
-        let file = if let Some(src) = &cfg.learn.init_weights {
-            let mut w = WeightFile::open(src, true).map_err(|e| e.to_string())?;
-            w.copy_sparse(&wpath).map_err(|e| e.to_string())?;
-            let mut w = WeightFile::open(&wpath, false).map_err(|e| e.to_string())?;
-            w.header.updates = 0;
-            w.header.examples = 0;
-            w.write_header();
-            w
-        } else {
-            let kppt = match &cfg.learn.init_kppt {
-                Some(dir) => {
-                    Some(engine_core::eval::kppt_file::load_kppt_dir(dir).map_err(|e| e.to_string())?)
-                }
-                None => None,
-            };
-            init_weights(&wpath, kppt.as_ref(), patterns.as_ref())?
-        };
+        let file = start_weights(
+            &wpath,
+            cfg.learn.init_weights.as_deref(),
+            cfg.learn.init_kppt.as_deref(),
+            patterns.as_ref(),
+        )?;
         let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
         let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())?;
         std::fs::remove_dir_all(journal::dir(&core.run_dir)).ok();

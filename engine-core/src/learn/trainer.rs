@@ -242,6 +242,31 @@ pub fn init_weights(
     Ok(w)
 }
 
+/// The weight file a new run starts from, written to `path`: a copy of `from_weights`
+/// (counters reset), or KPPT files `init_kppt`, or material only; with the pattern weights
+/// of `patterns`.
+pub fn start_weights(
+    path: &Path,
+    from_weights: Option<&Path>,
+    init_kppt: Option<&Path>,
+    patterns: Option<&PatternSet>,
+) -> Result<WeightFile, String> {
+    if let Some(src) = from_weights {
+        let mut w = WeightFile::open(src, true).map_err(|e| e.to_string())?;
+        w.copy_sparse(path).map_err(|e| e.to_string())?;
+        let mut w = WeightFile::open(path, false).map_err(|e| e.to_string())?;
+        w.header.updates = 0;
+        w.header.examples = 0;
+        w.write_header();
+        return Ok(w);
+    }
+    let kppt = match init_kppt {
+        Some(dir) => Some(crate::eval::kppt_file::load_kppt_dir(dir).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    init_weights(path, kppt.as_ref(), patterns)
+}
+
 /// The quantized evaluator of a weight file (what training searches with and export writes).
 pub fn evaluator_from_weights(w: &WeightFile, patterns: Option<&PatternSet>) -> Result<Evaluator, String> {
     let (tables, _) = quantize_tables(w.records());
@@ -309,20 +334,8 @@ impl Trainer {
             ));
         }
         let patterns = load_patterns(&cfg)?;
-        let weights = if let Some(src) = &cfg.init_weights {
-            let mut w = WeightFile::open(src, true).map_err(|e| e.to_string())?;
-            w.copy_sparse(&wpath).map_err(|e| e.to_string())?;
-            let mut w = WeightFile::open(&wpath, false).map_err(|e| e.to_string())?;
-            w.header.updates = 0;
-            w.header.examples = 0;
-            w.write_header();
-            w
-        } else if let Some(dir) = &cfg.init_kppt {
-            let t = crate::eval::kppt_file::load_kppt_dir(dir).map_err(|e| e.to_string())?;
-            init_weights(&wpath, Some(&t), patterns.as_ref())?
-        } else {
-            init_weights(&wpath, None, patterns.as_ref())?
-        };
+        let weights =
+            start_weights(&wpath, cfg.init_weights.as_deref(), cfg.init_kppt.as_deref(), patterns.as_ref())?;
         Self::build(cfg, weights, patterns, TrainState::default())
     }
 
