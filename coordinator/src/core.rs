@@ -66,6 +66,8 @@ pub struct Core {
     pub stop_requested: AtomicBool,
     next_worker: AtomicU64,
     validation: Vec<TeacherRecord>,
+    /// One thread for validation searches (built once, not per metrics line).
+    validation_pool: rayon::ThreadPool,
     pub last_validation: Mutex<Option<ValidationMetrics>>,
     /// Version of the newest checkpoint written by this process (none is rewritten).
     last_checkpoint: Mutex<Option<u64>>,
@@ -314,6 +316,10 @@ impl Core {
             stop_requested: AtomicBool::new(false),
             next_worker: AtomicU64::new(1),
             validation,
+            validation_pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .map_err(|e| e.to_string())?,
             last_validation: Mutex::new(None),
             last_checkpoint: Mutex::new(None),
             interval: Mutex::new((0.0, 0)),
@@ -651,13 +657,12 @@ impl Core {
         let v = if self.validation.is_empty() {
             None
         } else {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().map_err(|e| e.to_string())?;
             Some(validate(
                 &w.evaluator,
                 &self.validation,
                 &self.cfg.learn.loss(),
                 self.cfg.learn.validation_depth,
-                &pool,
+                &self.validation_pool,
             ))
         };
         let (loss_sum, used) = std::mem::take(&mut *self.interval.lock().unwrap());
