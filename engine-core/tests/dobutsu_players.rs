@@ -6,7 +6,7 @@ use engine_core::dobutsu::movegen::{MoveList, legal_moves};
 use engine_core::dobutsu::players::{Player, best_moves, play_game};
 use engine_core::dobutsu::playout::{AttackInfo, DEP_SIZE, IND_SIZE, Rng, features};
 use engine_core::dobutsu::rules::{Move, Position};
-use engine_core::dobutsu::solver::{Value, enumerate, move_values, retrograde};
+use engine_core::dobutsu::solver::{Value, enumerate, move_values, retrograde, table_key};
 use engine_core::dobutsu::table_file::{Table, write_table};
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -158,7 +158,7 @@ fn teacher_scores_are_exact_for_a_perfect_and_an_inverted_teacher() {
     // The sampler only returns positions the lookup knows, with their exact values.
     let full = sample_positions(50, 3, &lookup);
     for (p, v) in &full {
-        assert_eq!(Some(v.to_byte()), lookup(p.key()));
+        assert_eq!(Some(v.to_byte()), lookup(table_key(p)));
     }
 }
 

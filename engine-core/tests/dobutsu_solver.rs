@@ -5,7 +5,8 @@
 use engine_core::dobutsu::movegen::{MoveList, legal_moves, pseudo_moves};
 use engine_core::dobutsu::rules::{Color, Position};
 use engine_core::dobutsu::solver::{
-    Index, Value, enumerate, forward_solve, predecessors, retrograde, terminal_value,
+    Index, Value, enumerate, fold_key, forward_solve, mirror_key, predecessors, retrograde, table_key,
+    terminal_value,
 };
 
 const STARTS: [&str; 3] = [
@@ -19,38 +20,50 @@ const STARTS: [&str; 3] = [
 
 fn quiet(_: &str) {}
 
+/// Both raw keys of a stored (folded) key: itself and its mirror image (once if symmetric).
+fn raw_keys(k: u64) -> Vec<u64> {
+    let m = mirror_key(k);
+    if m == k { vec![k] } else { vec![k, m] }
+}
+
 #[test]
 fn unmoves_are_exactly_the_inverse_of_moves() {
     for s in STARTS {
         let (keys, _) = enumerate(&Position::from_sfen(s).unwrap(), 1 << 18, &quiet).unwrap();
         let index = Index::new(&keys);
-        // Count each (parent, child) edge seen forwards and backwards.
+        // Count each raw (parent, child) edge seen forwards and backwards, over both mirror
+        // images of every stored position.
         let mut fwd = std::collections::HashMap::<(u64, u64), u32>::new();
         let mut list = MoveList::new();
         for &k in &keys {
-            let mut p = Position::from_key(k);
-            if terminal_value(&p).is_some() {
-                continue;
-            }
-            pseudo_moves(&p, &mut list);
-            for &m in list.as_slice() {
-                let u = p.do_move(m);
-                if !p.can_capture_lion() {
-                    *fwd.entry((k, p.key())).or_default() += 1;
+            for raw in raw_keys(k) {
+                let mut p = Position::from_key(raw);
+                if terminal_value(&p).is_some() {
+                    continue;
                 }
-                p.undo_move(m, u);
+                pseudo_moves(&p, &mut list);
+                for &m in list.as_slice() {
+                    let u = p.do_move(m);
+                    if !p.can_capture_lion() {
+                        assert!(index.find(table_key(&p)).is_some(), "{s}: a child is missing");
+                        *fwd.entry((raw, p.key())).or_default() += 1;
+                    }
+                    p.undo_move(m, u);
+                }
             }
         }
         let mut back = std::collections::HashMap::<(u64, u64), u32>::new();
         let mut preds = Vec::new();
         for &k in &keys {
-            predecessors(&Position::from_key(k), &mut preds);
-            for &pk in &preds {
-                let Some(j) = index.find(pk) else { continue };
-                if terminal_value(&Position::from_key(keys[j])).is_some() {
-                    continue;
+            for raw in raw_keys(k) {
+                predecessors(&Position::from_key(raw), &mut preds);
+                for &pk in &preds {
+                    let Some(j) = index.find(fold_key(pk)) else { continue };
+                    if terminal_value(&Position::from_key(keys[j])).is_some() {
+                        continue;
+                    }
+                    *back.entry((pk, raw)).or_default() += 1;
                 }
-                *back.entry((pk, k)).or_default() += 1;
             }
         }
         assert!(fwd.values().all(|&n| n == 1), "{s}: two moves lead to the same child");
@@ -60,10 +73,25 @@ fn unmoves_are_exactly_the_inverse_of_moves() {
 }
 
 #[test]
+fn mirror_keys_swap_files_a_and_c() {
+    let p = Position::from_sfen("gle/1c1/1C1/ELG b - 1").unwrap();
+    let m = Position::from_sfen("elg/1c1/1C1/GLE b - 1").unwrap();
+    assert_eq!(mirror_key(p.key()), m.key());
+    assert_eq!(mirror_key(mirror_key(p.key())), p.key());
+    assert_eq!(table_key(&p), table_key(&m));
+    assert_ne!(p.key(), m.key());
+    let sym = Position::from_sfen("glg/1c1/1C1/ELE b - 1").unwrap();
+    assert_eq!(mirror_key(sym.key()), sym.key());
+}
+
+#[test]
 fn retrograde_equals_forward_value_iteration() {
     for s in STARTS {
         let (keys, stats) = enumerate(&Position::from_sfen(s).unwrap(), 1 << 18, &quiet).unwrap();
         assert!(stats.positions > 1000, "{s}: only {} positions", stats.positions);
+        // The counter bookkeeping for mirror-symmetric positions must be exercised.
+        let symmetric = keys.iter().filter(|&&k| mirror_key(k) == k).count();
+        assert!(symmetric > 10, "{s}: only {symmetric} symmetric positions");
         let (retro, st) = retrograde(&keys, &quiet).unwrap();
         let fwd = forward_solve(&keys);
         assert_eq!(retro, fwd, "{s}");

@@ -2,12 +2,17 @@
 //! their sorted keys, and solve them all by retrograde analysis (unmove generation with
 //! per-position counters of unresolved children).
 //!
-//! Conventions (the side to move's view; keys are colour-normalised, see `Position::key`):
+//! Conventions (the side to move's view):
+//! - Keys are colour-normalised (`Position::key`) and mirror-folded (`table_key`): a
+//!   position and its left-right mirror image have the same value, so the table stores the
+//!   smaller of the two keys. This halves the table and is the convention of Tanaka's
+//!   published count.
 //! - A position where the side to move can capture the opponent's lion is a *win in 1*.
-//!   Like a chess position whose side to move could take the king, it is not a position
-//!   of the state space: it is neither stored nor counted (its value is known without a
-//!   table). One where the opponent's lion made a try the side to move cannot capture is
-//!   a terminal *loss in 0* (`Status::Lost`): stored and counted, not expanded.
+//!   Tanaka's analysis counts these positions (the lion is always taken when it can be, so
+//!   they are terminal); the table does not store them, since their value needs no table,
+//!   but `enumerate` counts them (`EnumStats::catch_positions`). One where the opponent's
+//!   lion made a try the side to move cannot capture is a terminal *loss in 0*
+//!   (`Status::Lost`): stored and counted, not expanded.
 //! - A value byte is 0 for a draw (no forced result: with best play the game cycles, which
 //!   the repetition rule makes a draw), else `distance + 1`; the side to move wins iff the
 //!   distance (plies to the end with best play: the winner hurries, the loser delays) is odd.
@@ -71,6 +76,28 @@ impl std::fmt::Display for Value {
     }
 }
 
+// ---- keys --------------------------------------------------------------------------------
+
+/// Nibbles of file a (squares 0, 3, 6, 9) in a key; file c is these shifted by 8 bits.
+const FILE_A_NIBBLES: u64 = 0x00F_00F_00F_00F;
+const FILE_C_NIBBLES: u64 = FILE_A_NIBBLES << 8;
+
+/// The key of the left-right mirror image (files a and c swapped; hands unchanged).
+pub fn mirror_key(k: u64) -> u64 {
+    (k & !(FILE_A_NIBBLES | FILE_C_NIBBLES)) | ((k & FILE_A_NIBBLES) << 8) | ((k & FILE_C_NIBBLES) >> 8)
+}
+
+/// A colour-normalised key folded over the mirror symmetry: the smaller of the key and
+/// its mirror image's.
+pub fn fold_key(k: u64) -> u64 {
+    k.min(mirror_key(k))
+}
+
+/// The key under which the table stores a position (colour-normalised, mirror-folded).
+pub fn table_key(p: &Position) -> u64 {
+    fold_key(p.key())
+}
+
 /// Terminal value of a position for the solver, if it is terminal.
 pub fn terminal_value(p: &Position) -> Option<Value> {
     if p.can_capture_lion() {
@@ -122,9 +149,14 @@ impl KeySet {
 /// What enumeration found.
 #[derive(Clone, Debug, Default)]
 pub struct EnumStats {
+    /// Stored positions (non-terminal and try losses; mirror images folded).
     pub positions: u64,
+    /// Distinct positions reached whose side to move can capture the lion (wins in 1:
+    /// counted, not stored, not expanded). `positions + catch_positions` is the count in
+    /// Tanaka's convention.
+    pub catch_positions: u64,
     /// Moves (edges, not distinct positions) that lead to a position whose side to move
-    /// can capture the lion; such positions are not stored.
+    /// can capture the lion.
     pub capture_win_edges: u64,
     /// Positions lost to a try (terminal losses).
     pub try_losses: u64,
@@ -132,9 +164,11 @@ pub struct EnumStats {
     pub layers: u32,
 }
 
-/// Enumerates every position reachable from `start` (try losses included, not expanded;
-/// positions whose side to move can capture the lion left out), breadth-first, in parallel. `capacity` bounds the number of positions
-/// (8 bytes each while enumerating). Returns the sorted keys.
+/// Enumerates every position reachable from `start`, breadth-first, in parallel, with
+/// folded keys (`table_key`). Try losses are included and not expanded; positions whose
+/// side to move can capture the lion are counted and not expanded, and left out of the
+/// returned keys. `capacity` bounds the number of positions of both kinds (8 bytes each
+/// while enumerating). Returns the sorted keys of the stored positions.
 pub fn enumerate(
     start: &Position,
     capacity: usize,
@@ -143,8 +177,8 @@ pub fn enumerate(
     let capacity = capacity.max(16);
     let set = KeySet::new(capacity);
     let full = || format!("more than {capacity} positions: raise the capacity");
-    set.insert(start.key()).map_err(|_| full())?;
-    let mut frontier = vec![start.key()];
+    set.insert(table_key(start)).map_err(|_| full())?;
+    let mut frontier = vec![table_key(start)];
     let mut total = 1u64;
     let capture_edges = AtomicU64::new(0);
     let mut layers = 0;
@@ -162,11 +196,13 @@ pub fn enumerate(
                     pseudo_moves(&p, &mut list);
                     for &m in list.as_slice() {
                         let u = p.do_move(m);
-                        let ck = p.key();
-                        let skip = p.can_capture_lion();
+                        let ck = table_key(&p);
+                        let catch = p.can_capture_lion();
                         p.undo_move(m, u);
-                        if skip {
+                        if catch {
                             capture_edges.fetch_add(1, Ordering::Relaxed);
+                            // Counted once in the set; never expanded (terminal).
+                            set.insert(ck)?;
                             continue;
                         }
                         if set.insert(ck)? {
@@ -187,12 +223,16 @@ pub fn enumerate(
         }
     }
     drop(frontier);
-    let mut keys: Vec<u64> = set.slots.into_iter().map(AtomicU64::into_inner).filter(|&k| k != 0).collect();
+    let all: Vec<u64> = set.slots.into_iter().map(AtomicU64::into_inner).filter(|&k| k != 0).collect();
+    let found = all.len() as u64;
+    let mut keys: Vec<u64> =
+        all.into_par_iter().filter(|&k| !Position::from_key(k).can_capture_lion()).collect();
     keys.par_sort_unstable();
     let try_losses =
         keys.par_iter().filter(|&&k| terminal_value(&Position::from_key(k)).is_some()).count() as u64;
     let stats = EnumStats {
         positions: keys.len() as u64,
+        catch_positions: found - keys.len() as u64,
         capture_win_edges: capture_edges.into_inner(),
         try_losses,
         layers,
@@ -247,7 +287,8 @@ impl<'a> Index<'a> {
 // ---- unmoves ----------------------------------------------------------------------------
 
 /// Every position `p` (White to move) with a legal White move leading to `c` (Black to
-/// move, as decoded from a key), each once per move. Pushes the predecessors' keys.
+/// move, as decoded from a key), each once per move. Pushes the predecessors' keys
+/// (colour-normalised, not mirror-folded).
 pub fn predecessors(c: &Position, out: &mut Vec<u64>) {
     debug_assert_eq!(c.side, Color::Black);
     out.clear();
@@ -371,15 +412,31 @@ pub fn retrograde(keys: &[u64], log: &(dyn Fn(&str) + Sync)) -> Result<(Vec<u8>,
                 if values[i].load(Ordering::Relaxed) != cur {
                     return 0u64;
                 }
+                let child_symmetric = mirror_key(keys[i]) == keys[i];
                 predecessors(&Position::from_key(keys[i]), preds);
                 for &pk in preds.iter() {
-                    let Some(j) = index.find(pk) else { continue };
+                    let folded = fold_key(pk);
+                    let Some(j) = index.find(folded) else { continue };
                     if values[j].load(Ordering::Relaxed) != 0 {
                         continue;
                     }
                     if child_is_loss {
                         let _ = values[j].compare_exchange(0, new_val, Ordering::Relaxed, Ordering::Relaxed);
-                    } else if counters[j].fetch_sub(1, Ordering::Relaxed) == 1 {
+                        continue;
+                    }
+                    // The counter of j counts the moves of j's representative into the
+                    // stored classes. Unmoves list each raw parent of this (representative)
+                    // child once per move: a symmetric child is reached from both a parent
+                    // and its mirror image by mirrored moves (count one of them); a
+                    // symmetric parent reaches the child and its mirror image, only one of
+                    // which is unmoved here (count it twice).
+                    let parent_symmetric = mirror_key(pk) == pk;
+                    let take = match (child_symmetric, parent_symmetric) {
+                        (true, false) if pk != folded => 0,
+                        (false, true) => 2,
+                        _ => 1,
+                    };
+                    if take > 0 && counters[j].fetch_sub(take, Ordering::Relaxed) == take {
                         values[j].store(new_val, Ordering::Relaxed);
                     }
                 }
@@ -448,7 +505,7 @@ pub fn forward_solve(keys: &[u64]) -> Vec<u8> {
                 let b = if p.can_capture_lion() {
                     Value::Win(1).to_byte()
                 } else {
-                    values[index.find(p.key()).expect("child of a reachable position is reachable")]
+                    values[index.find(table_key(&p)).expect("child of a reachable position is reachable")]
                 };
                 p.undo_move(m, u);
                 let known = b != 0 && (b as u32) < r + 1; // distance ≤ r − 1
@@ -474,8 +531,8 @@ pub fn forward_solve(keys: &[u64]) -> Vec<u8> {
     values
 }
 
-/// The value of a position and of each legal move, looked up with `lookup` (key → value
-/// byte, None if the position is not in the table).
+/// The value of a position and of each legal move, looked up with `lookup` (table key, see
+/// `table_key` → value byte, None if the position is not in the table).
 pub fn move_values(
     pos: &Position,
     lookup: &dyn Fn(u64) -> Option<u8>,
@@ -496,7 +553,7 @@ pub fn move_values(
             } else if p.can_capture_lion() {
                 Some(Value::Loss(2))
             } else {
-                lookup(p.key()).map(|b| Value::from_byte(b).parent())
+                lookup(table_key(&p)).map(|b| Value::from_byte(b).parent())
             };
             p.undo_move(m, u);
             (m, v)

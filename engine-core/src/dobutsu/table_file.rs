@@ -2,8 +2,10 @@
 //!
 //! Layout (little-endian): a 64-byte header — magic `KEIMADOB`, format version (u32),
 //! reserved (u32), position count n (u64), max distance (u64), 32 reserved bytes — then
-//! n sorted position keys (u64 each), then n value bytes (`solver::Value::to_byte`).
-//! About 9 bytes per position: 2.2 GB for the full game.
+//! n sorted position keys (u64 each, `solver::table_key`: colour-normalised and
+//! mirror-folded), then n value bytes (`solver::Value::to_byte`). About 9 bytes per
+//! position: 0.96 GB for the full game. Version 1 tables (keys not mirror-folded) are
+//! refused: rebuild them.
 
 use super::solver::Value;
 use memmap2::Mmap;
@@ -12,7 +14,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"KEIMADOB";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER: usize = 64;
 
 /// Writes keys and values atomically (temp file, fsync, rename).
@@ -61,7 +63,10 @@ impl Table {
         }
         let version = u32::from_le_bytes(map[8..12].try_into().unwrap_or_default());
         if version != VERSION {
-            return Err(format!("{}: table version {version}, expected {VERSION}", path.display()));
+            return Err(format!(
+                "{}: table version {version}, expected {VERSION}; rebuild it with `keima dobutsu solve --build --out FILE`",
+                path.display()
+            ));
         }
         let n = u64::from_le_bytes(map[16..24].try_into().unwrap_or_default()) as usize;
         let max_distance = u64::from_le_bytes(map[24..32].try_into().unwrap_or_default()) as u32;
@@ -89,7 +94,8 @@ impl Table {
         u64::from_le_bytes(self.map[o..o + 8].try_into().unwrap_or_default())
     }
 
-    /// The value byte of a key (binary search over the mapped keys), None if absent.
+    /// The value byte of a table key (`solver::table_key`; binary search over the mapped
+    /// keys), None if absent.
     pub fn lookup(&self, key: u64) -> Option<u8> {
         let (mut lo, mut hi) = (0usize, self.n);
         while lo < hi {

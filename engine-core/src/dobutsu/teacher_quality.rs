@@ -30,7 +30,7 @@ pub fn sample_positions(n: usize, seed: u64, lookup: &dyn Fn(u64) -> Option<u8>)
         if !ok || terminal_value(&p).is_some() {
             continue;
         }
-        if let Some(b) = lookup(p.key()) {
+        if let Some(b) = lookup(super::solver::table_key(&p)) {
             out.push((p, Value::from_byte(b)));
         }
     }
