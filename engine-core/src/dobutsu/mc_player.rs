@@ -11,7 +11,8 @@
 
 use super::movegen::{MoveList, pseudo_moves};
 use super::playout::{
-    AttackInfo, DEP_SIZE, IND_SIZE, PLAYOUT_MAX_PLIES, Rng, features, score_for, uniform_playout,
+    AttackInfo, DEP_SIZE, IND_SIZE, PLAYOUT_MAX_PLIES, Rng, features, playout_with, score_for,
+    uniform_playout,
 };
 use super::rules::{Color, EMPTY, LION, Move, Position, Status, kind_of};
 use rayon::prelude::*;
@@ -218,24 +219,7 @@ fn record_playout(
 
 /// A playout guided by the tables. Returns the winner (None = draw by the ply limit).
 pub fn improved_playout(pos: &Position, t: &FeatureTables, alpha: f32, rng: &mut Rng) -> Option<Color> {
-    let mut p = *pos;
-    let mut list = MoveList::new();
-    for _ in 0..PLAYOUT_MAX_PLIES {
-        if p.status() == Status::Lost {
-            return Some(p.side.flip());
-        }
-        pseudo_moves(&p, &mut list);
-        if list.is_empty() {
-            return Some(p.side.flip());
-        }
-        let (m, _, _) = biased_move(&p, &list, t, alpha, rng);
-        let x = p.board[m.to()];
-        if x != EMPTY && kind_of(x) == LION {
-            return Some(p.side);
-        }
-        p.do_move(m);
-    }
-    None
+    playout_with(pos, rng, |p, list, rng| biased_move(p, list, t, alpha, rng).0)
 }
 
 /// The sharpening α for a playout budget: 0.4 at 10² playouts, +0.1 per factor of ten,

@@ -147,9 +147,15 @@ pub fn score_for(winner: Option<Color>, root: Color) -> f64 {
     }
 }
 
-/// A uniform random playout from `pos` to the end (or `PLAYOUT_MAX_PLIES`). Returns the
-/// winner (None = draw by the ply limit).
-pub fn uniform_playout(pos: &Position, rng: &mut Rng) -> Option<Color> {
+/// A playout from `pos` to the end (or `PLAYOUT_MAX_PLIES`), each move picked by `choose`
+/// from the pseudo-legal moves (never empty). Returns the winner (None = draw by the ply
+/// limit). Allocates nothing.
+#[inline]
+pub fn playout_with(
+    pos: &Position,
+    rng: &mut Rng,
+    mut choose: impl FnMut(&Position, &MoveList, &mut Rng) -> Move,
+) -> Option<Color> {
     let mut p = *pos;
     let mut list = MoveList::new();
     for _ in 0..PLAYOUT_MAX_PLIES {
@@ -160,7 +166,7 @@ pub fn uniform_playout(pos: &Position, rng: &mut Rng) -> Option<Color> {
         if list.is_empty() {
             return Some(p.side.flip());
         }
-        let m = list.as_slice()[rng.below(list.len())];
+        let m = choose(&p, &list, rng);
         let x = p.board[m.to()];
         if x != EMPTY && kind_of(x) == LION {
             return Some(p.side);
@@ -168,4 +174,10 @@ pub fn uniform_playout(pos: &Position, rng: &mut Rng) -> Option<Color> {
         p.do_move(m);
     }
     None
+}
+
+/// A uniform random playout from `pos` to the end (or `PLAYOUT_MAX_PLIES`). Returns the
+/// winner (None = draw by the ply limit).
+pub fn uniform_playout(pos: &Position, rng: &mut Rng) -> Option<Color> {
+    playout_with(pos, rng, |_, list, rng| list.as_slice()[rng.below(list.len())])
 }
