@@ -5,7 +5,6 @@
 //! checkpoint live in the journal (`journal.rs`).
 
 use crate::config::TrainConfig;
-use crate::fsutil::{fsync_dir, write_atomic};
 use crate::queue::Queue;
 use engine_core::learn::weights::WeightFile;
 use serde::{Deserialize, Serialize};
@@ -45,7 +44,7 @@ pub struct CheckpointState {
 }
 
 pub fn root(run_dir: &Path) -> PathBuf {
-    run_dir.join("checkpoints")
+    engine_core::learn::checkpoint::checkpoints_root(run_dir)
 }
 
 /// Writes a checkpoint of `weights` and `state`; prunes to the newest `keep` (0 = all).
@@ -55,51 +54,16 @@ pub fn write(
     mut state: CheckpointState,
     keep: usize,
 ) -> Result<PathBuf, String> {
-    let root = root(run_dir);
-    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let name = format!("ckpt-{:012}", state.weights_version);
-    let dir = root.join(&name);
-    let tmp = root.join(format!("{name}.tmp"));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    weights.seal().map_err(|e| e.to_string())?;
-    weights.copy_sparse(&tmp.join(WEIGHTS_FILE)).map_err(|e| e.to_string())?;
-    state.weights_checksum = weights.header.data_checksum;
-    state.format = FORMAT;
-    let json = serde_json::to_vec_pretty(&state).map_err(|e| e.to_string())?;
-    write_atomic(&tmp.join(STATE_FILE), &json)?;
-    fsync_dir(&tmp)?;
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    std::fs::rename(&tmp, &dir).map_err(|e| format!("rename {}: {e}", tmp.display()))?;
-    fsync_dir(&root)?;
-    if keep > 0 {
-        let all = list(run_dir);
-        for old in all.iter().take(all.len().saturating_sub(keep)) {
-            let _ = std::fs::remove_dir_all(old);
-        }
-    }
-    Ok(dir)
+    let version = state.weights_version;
+    engine_core::learn::checkpoint::write_dir(run_dir, version, weights, keep, |checksum| {
+        state.weights_checksum = checksum;
+        state.format = FORMAT;
+        serde_json::to_vec_pretty(&state).map_err(|e| e.to_string())
+    })
 }
 
 /// Checkpoint directories, oldest first.
-pub fn list(run_dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root(run_dir))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-            n.starts_with("ckpt-") && !n.ends_with(".tmp") && p.is_dir()
-        })
-        .collect();
-    v.sort();
-    v
-}
+pub use engine_core::learn::checkpoint::list;
 
 /// Loads and checks one checkpoint (state parses, weights open with a matching checksum).
 pub fn load(dir: &Path) -> Result<(CheckpointState, WeightFile), String> {

@@ -39,9 +39,35 @@ pub fn write(
     config: &LearnConfig,
     keep: usize,
 ) -> Result<PathBuf, String> {
-    let root = checkpoints_root(out_dir);
+    write_dir(out_dir, state.updates, weights, keep, |weights_checksum| {
+        let cs = CheckpointState {
+            version: STATE_VERSION,
+            state: state.clone(),
+            config: config.clone(),
+            weights_checksum,
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        };
+        serde_json::to_vec_pretty(&cs).map_err(|e| e.to_string())
+    })
+}
+
+/// Writes the checkpoint directory `ckpt-<number, 12 digits>` under `<run_dir>/checkpoints`
+/// (used by `keima learn` and by the coordinator): `weights.kw` (sealed, copied sparsely)
+/// and `state.json` from `state_json(data checksum of the weights)`. Written as `….tmp`,
+/// every file fsynced, renamed, the parent fsynced; then pruned to the newest `keep` (0 =
+/// keep all). Returns the directory.
+pub fn write_dir(
+    run_dir: &Path,
+    number: u64,
+    weights: &mut WeightFile,
+    keep: usize,
+    state_json: impl FnOnce(u64) -> Result<Vec<u8>, String>,
+) -> Result<PathBuf, String> {
+    let root = checkpoints_root(run_dir);
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let name = format!("ckpt-{:012}", state.updates);
+    let name = format!("ckpt-{number:012}");
     let dir = root.join(&name);
     let tmp = root.join(format!("{name}.tmp"));
     if tmp.exists() {
@@ -50,23 +76,12 @@ pub fn write(
     std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     weights.seal().map_err(|e| e.to_string())?;
     weights.copy_sparse(&tmp.join(WEIGHTS_FILE)).map_err(|e| e.to_string())?;
-    let cs = CheckpointState {
-        version: STATE_VERSION,
-        state: state.clone(),
-        config: config.clone(),
-        weights_checksum: weights.header.data_checksum,
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    };
-    let text = serde_json::to_string_pretty(&cs).map_err(|e| e.to_string())?;
+    let json = state_json(weights.header.data_checksum)?;
     {
         use std::io::Write;
         let p = tmp.join(STATE_FILE);
         let mut f = File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        f.write_all(text.as_bytes())
-            .and_then(|_| f.sync_all())
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+        f.write_all(&json).and_then(|_| f.sync_all()).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     fsync_dir(&tmp)?;
     if dir.exists() {
@@ -75,7 +90,7 @@ pub fn write(
     std::fs::rename(&tmp, &dir).map_err(|e| format!("rename to {}: {e}", dir.display()))?;
     fsync_dir(&root)?;
     if keep > 0 {
-        let all = list(out_dir);
+        let all = list(run_dir);
         for old in all.iter().take(all.len().saturating_sub(keep)) {
             let _ = std::fs::remove_dir_all(old);
         }
