@@ -1,7 +1,7 @@
 //! `keima gensfen` end to end: the shard, its manifest and the JSON summary agree.
 
 use engine_core::teacher::{ShardManifest, ShardReader, manifest_path};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn keima(args: &[&str]) -> (i32, String, String) {
@@ -13,11 +13,12 @@ fn keima(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn tmp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("keima-gensfen-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the returned guard drops.
+fn tmp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("keima-gensfen-cli-{name}-"))
+        .tempdir_in(std::env::temp_dir())
+        .unwrap()
 }
 
 fn check_shard(shard: &Path, summary: &serde_json::Value) -> ShardManifest {
@@ -34,7 +35,8 @@ fn check_shard(shard: &Path, summary: &serde_json::Value) -> ShardManifest {
 
 #[test]
 fn selfplay_end_to_end() {
-    let dir = tmp_dir("selfplay");
+    let tmp = tmp_dir("selfplay");
+    let dir = tmp.path();
     let shard = dir.join("sub/t.psv.zst");
     let s = shard.to_str().unwrap();
     let args = [
@@ -77,12 +79,12 @@ fn selfplay_end_to_end() {
     let (code, _, err) = keima(&args1);
     assert_eq!(code, 0, "{err}");
     assert_eq!(std::fs::read(&shard).unwrap(), std::fs::read(&shard1).unwrap());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn records_end_to_end() {
-    let dir = tmp_dir("records");
+    let tmp = tmp_dir("records");
+    let dir = tmp.path();
     let shard = dir.join("r.psv.zst");
     let pro = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/records/pro");
     let (code, out, err) = keima(&[
@@ -105,12 +107,12 @@ fn records_end_to_end() {
     let manifest = check_shard(&shard, &summary);
     assert_eq!(manifest.settings["mode"], "records");
     assert_eq!(manifest.settings["config"]["unknown_result"], "last_mover_wins");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn clear_errors() {
-    let dir = tmp_dir("errors");
+    let tmp = tmp_dir("errors");
+    let dir = tmp.path();
     let shard = dir.join("e.psv.zst");
     let s = shard.to_str().unwrap();
     let (code, _, err) = keima(&["gensfen", "--out", s, "--games", "2", "--random-moves", "4"]);
@@ -123,5 +125,4 @@ fn clear_errors() {
     assert_ne!(code, 0);
     assert!(err.contains("--games"), "{err}");
     assert!(!shard.exists());
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,7 +1,7 @@
 //! `keima weights init`, `keima learn` (config and resume), `keima export`, `keima plot`,
 //! and the exported files in `keima eval`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn keima(args: &[&str]) -> (i32, String, String) {
@@ -19,11 +19,12 @@ fn ok(args: &[&str]) -> String {
     out
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("learn_cli_{name}_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when the returned guard drops.
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("learn_cli_{name}_"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
 }
 
 fn s(p: &Path) -> &str {
@@ -32,7 +33,8 @@ fn s(p: &Path) -> &str {
 
 #[test]
 fn learn_resume_export_plot_eval() {
-    let d = tmp("e2e");
+    let tmp = tmp("e2e");
+    let d = tmp.path();
     let train = d.join("train.psv.zst");
     let val = d.join("val.psv.zst");
     for (out, games, seed) in [(&train, "12", "1"), (&val, "3", "2")] {
@@ -99,7 +101,8 @@ fn learn_resume_export_plot_eval() {
 
 #[test]
 fn weights_init_material_then_export_is_material_only() {
-    let d = tmp("init");
+    let tmp = tmp("init");
+    let d = tmp.path();
     let w = d.join("w.kw");
     let out = ok(&["weights", "init", "--material", "--out", s(&w)]);
     assert!(out.contains("material only"), "{out}");

@@ -3,14 +3,11 @@
 use engine_core::play::match_stats::csa_piece;
 use engine_core::records::{Outcome, load_file};
 use engine_core::rules::{PieceType, Position, Square};
-use std::path::PathBuf;
 use std::process::Command;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("keima-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the returned guard drops.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("keima-{name}-")).tempdir_in(std::env::temp_dir()).unwrap()
 }
 
 fn square(file: u8, rank: u8) -> Square {
@@ -63,7 +60,8 @@ fn replay_csa(text: &str) -> usize {
 
 #[test]
 fn match_self() {
-    let dir = temp_dir("match");
+    let tmp = temp_dir("match");
+    let dir = tmp.path();
     let openings = dir.join("openings.sfen");
     std::fs::write(
         &openings,
@@ -118,19 +116,18 @@ fn match_self() {
         };
         assert_eq!(rec.result.outcome, expected, "{}", path.display());
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn match_rejects_bad_options() {
-    let dir = temp_dir("match-bad");
+    let tmp = temp_dir("match-bad");
+    let dir = tmp.path();
     let output = Command::new(env!("CARGO_BIN_EXE_keima"))
         .args(["match", "--engine1", "self", "--engine2", "self", "--games", "2", "--nodes", "10"])
         .args(["--option1", "NoEquals", "--out"])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("NAME=VALUE"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

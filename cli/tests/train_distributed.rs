@@ -27,11 +27,13 @@ impl Drop for Proc {
     }
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("train_{name}_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when the returned guard drops. Declare it before any `Proc`
+/// using it, so the processes are killed (dropped) before the directory goes.
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("train_{name}_"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
 }
 
 fn s(p: &Path) -> &str {
@@ -155,8 +157,9 @@ fn same_weights(a: &Path, b: &Path) {
 
 #[test]
 fn deterministic_two_workers_equal_single_process_learn() {
-    let d = tmp("det");
-    let data = teacher_data(&d, "4");
+    let tmp = tmp("det");
+    let d = tmp.path();
+    let data = teacher_data(d, "4");
     let run = d.join("run");
     let cfg = d.join("train.toml");
     std::fs::write(
@@ -247,10 +250,11 @@ fn finish(mut coordinator: Proc, run: &Path) -> (String, serde_json::Value) {
 
 #[test]
 fn killed_worker_and_killed_coordinator_lose_and_repeat_nothing() {
-    let d = tmp("faults");
+    let tmp = tmp("faults");
+    let d = tmp.path();
     // Reference: no faults.
     let ref_run = d.join("ref");
-    let coordinator = spawn(&["train", "--config", s(&records_config(&d, &ref_run, 0, 30)), "--quiet"]);
+    let coordinator = spawn(&["train", "--config", s(&records_config(d, &ref_run, 0, 30)), "--quiet"]);
     wait_for("coordinator", Duration::from_secs(60), || ref_run.join("coordinator.url").exists());
     let _w = worker(&ref_run, "ref");
     let (_, ref_state) = finish(coordinator, &ref_run);
@@ -261,7 +265,7 @@ fn killed_worker_and_killed_coordinator_lose_and_repeat_nothing() {
 
     // Fault 1: kill -9 a worker in the middle of its shard; another worker finishes.
     let run = d.join("worker_killed");
-    let cfg = records_config(&d, &run, 0, 2);
+    let cfg = records_config(d, &run, 0, 2);
     let coordinator = spawn(&["train", "--config", s(&cfg), "--quiet"]);
     wait_for("coordinator", Duration::from_secs(60), || run.join("coordinator.url").exists());
     let mut victim = worker(&run, "victim");
@@ -281,7 +285,7 @@ fn killed_worker_and_killed_coordinator_lose_and_repeat_nothing() {
     // Fault 2: kill -9 the coordinator mid-run, then resume on the same port; the workers
     // reconnect and register again.
     let run = d.join("coordinator_killed");
-    let cfg = records_config(&d, &run, free_port(), 30);
+    let cfg = records_config(d, &run, free_port(), 30);
     let mut coordinator = spawn(&["train", "--config", s(&cfg), "--quiet"]);
     wait_for("coordinator", Duration::from_secs(60), || run.join("coordinator.url").exists());
     let _w1 = worker(&run, "one");
@@ -349,8 +353,9 @@ fn push_of(
 
 #[test]
 fn bad_pushes_are_rejected_and_the_run_goes_on() {
-    let d = tmp("bad");
-    let data = teacher_data(&d, "2");
+    let tmp = tmp("bad");
+    let d = tmp.path();
+    let data = teacher_data(d, "2");
     let run = d.join("run");
     let cfg = d.join("train.toml");
     std::fs::write(
@@ -519,9 +524,10 @@ fn certificates(d: &Path) -> Option<(PathBuf, PathBuf, PathBuf)> {
 
 #[test]
 fn tls_run_with_local_workers_and_status() {
-    let d = tmp("tls");
-    let Some((ca, cert, key)) = certificates(&d) else { return };
-    let data = teacher_data(&d, "2");
+    let tmp = tmp("tls");
+    let d = tmp.path();
+    let Some((ca, cert, key)) = certificates(d) else { return };
+    let data = teacher_data(d, "2");
     let run = d.join("run");
     let cfg = d.join("train.toml");
     std::fs::write(

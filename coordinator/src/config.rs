@@ -63,6 +63,9 @@ pub struct LearnSection {
     pub validation_max: usize,
     pub validation_depth: i32,
     pub validate_every: u64,
+    /// Reserve the weight file's disk space at start (`WeightFile::check_disk_space`): a full
+    /// disk is then a clear error instead of a crash mid-run.
+    pub check_disk_space: bool,
 }
 
 impl Default for LearnSection {
@@ -84,6 +87,7 @@ impl Default for LearnSection {
             validation_max: 1000,
             validation_depth: 0,
             validate_every: 10,
+            check_disk_space: true,
         }
     }
 }

@@ -282,6 +282,9 @@ impl Core {
         totals: Totals,
         run_id: String,
     ) -> Result<Core, String> {
+        if cfg.learn.check_disk_space {
+            file.check_disk_space().map_err(|e| e.to_string())?;
+        }
         let layout = v1::Layout {
             layout_id: LAYOUT_KPPT_TRIANGLE,
             fe_end: engine_core::eval::bona_piece::FE_END as u32,

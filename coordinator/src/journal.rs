@@ -115,8 +115,8 @@ mod tests {
 
     #[test]
     fn round_trip_and_corruption_detected() {
-        let d = std::env::temp_dir().join(format!("keima-journal-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
+        let tmp = tempfile::Builder::new().prefix("keima-journal-").tempdir_in(std::env::temp_dir()).unwrap();
+        let d = tmp.path();
         let meta = JournalMeta {
             seq: 3,
             shard_id: 9,
@@ -130,8 +130,8 @@ mod tests {
             entries: 2,
         };
         let g = vec![(4, [0.5, -1.0]), (70, [2.0, 0.0])];
-        write(&d, &meta, &g).unwrap();
-        let l = list(&d);
+        write(d, &meta, &g).unwrap();
+        let l = list(d);
         assert_eq!(l.len(), 1);
         assert_eq!(read(&l[0].1, 100).unwrap(), (meta, g));
         let mut bytes = std::fs::read(&l[0].1).unwrap();
@@ -139,8 +139,7 @@ mod tests {
         bytes[n / 2] ^= 1;
         std::fs::write(&l[0].1, &bytes).unwrap();
         assert!(read(&l[0].1, 100).unwrap_err().contains("checksum"));
-        prune(&d, 3);
-        assert!(list(&d).is_empty());
-        std::fs::remove_dir_all(&d).unwrap();
+        prune(d, 3);
+        assert!(list(d).is_empty());
     }
 }

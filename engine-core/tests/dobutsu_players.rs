@@ -9,8 +9,15 @@ use engine_core::dobutsu::rules::{Move, Position};
 use engine_core::dobutsu::solver::{Value, enumerate, move_values, retrograde, table_key};
 use engine_core::dobutsu::table_file::{Table, write_table};
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("keima-dobutsu-{}-{name}", std::process::id()))
+/// A path named `name` in a fresh directory; the directory (and the file) is removed when
+/// the returned guard drops.
+fn tmp(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("keima-dobutsu-{name}-"))
+        .tempdir_in(std::env::temp_dir())
+        .unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
 }
 
 #[test]
@@ -18,7 +25,7 @@ fn table_file_round_trips_and_rejects_damage() {
     let start = Position::from_sfen("1l1/3/3/1L1 b Cc 1").unwrap();
     let (keys, _) = enumerate(&start, 1 << 18, &|_| {}).unwrap();
     let (values, st) = retrograde(&keys, &|_| {}).unwrap();
-    let path = tmp("small.dtb");
+    let (_tmp, path) = tmp("small.dtb");
     write_table(&path, &keys, &values, st.max_distance).unwrap();
     let t = Table::open(&path).unwrap();
     assert_eq!(t.len(), keys.len());
@@ -34,7 +41,6 @@ fn table_file_round_trips_and_rejects_damage() {
     assert!(err.contains("truncated"), "{err}");
     std::fs::write(&path, b"not a table at all, clearly").unwrap();
     assert!(Table::open(&path).is_err());
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
@@ -42,7 +48,7 @@ fn perfect_player_wins_every_won_position_against_mc() {
     let start = Position::from_sfen("1l1/3/3/1L1 b Cc 1").unwrap();
     let (keys, _) = enumerate(&start, 1 << 18, &|_| {}).unwrap();
     let (values, st) = retrograde(&keys, &|_| {}).unwrap();
-    let path = tmp("perfect.dtb");
+    let (_tmp, path) = tmp("perfect.dtb");
     write_table(&path, &keys, &values, st.max_distance).unwrap();
     let t = Table::open(&path).unwrap();
     let perfect = Player::Perfect { table: &t };
@@ -71,7 +77,6 @@ fn perfect_player_wins_every_won_position_against_mc() {
         }
     }
     assert_eq!(played, 10);
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
@@ -101,12 +106,11 @@ fn feature_indices_stay_in_range_and_tables_round_trip() {
         .map(|i| t.ind[i])
         .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     assert!(lion_caps.1 > 100.0 && lion_caps.0 == lion_caps.1, "{lion_caps:?}");
-    let path = tmp("mc.tables");
+    let (_tmp, path) = tmp("mc.tables");
     t.save(&path).unwrap();
     assert_eq!(FeatureTables::load(&path).unwrap(), t);
     std::fs::write(&path, b"KEIMADMCxx").unwrap();
     assert!(FeatureTables::load(&path).is_err());
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]

@@ -36,7 +36,8 @@ fn files_equal(a: &Path, b: &Path) -> bool {
 
 #[test]
 fn save_load_save_is_byte_identical_and_evaluates_the_same() {
-    let dir = std::env::temp_dir().join(format!("keima-evalfiles-{}", std::process::id()));
+    let tmp = tempfile::Builder::new().prefix("keima-evalfiles-").tempdir_in(std::env::temp_dir()).unwrap();
+    let dir = tmp.path();
     let (first, second) = (dir.join("a"), dir.join("b"));
     let tables = KpptTables::random(99, 500);
     save_kppt_dir(&tables, &first).unwrap();
@@ -67,7 +68,6 @@ fn save_load_save_is_byte_identical_and_evaluates_the_same() {
     assert!(matches!(err, EvalFileError::Missing { .. }));
     assert!(err.to_string().contains(KKP_FILE), "{err}");
     assert_eq!(KKP_LEN * 8, 81_251_424);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The formula of formats.md on tables with a few hand-set entries.

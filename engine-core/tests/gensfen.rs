@@ -15,11 +15,12 @@ fn workers(n: usize) -> Vec<Worker> {
     (0..n).map(|_| Worker::new(eval.clone(), 1)).collect()
 }
 
-fn tmp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("keima-gensfen-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the returned guard drops.
+fn tmp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("keima-gensfen-test-{name}-"))
+        .tempdir_in(std::env::temp_dir())
+        .unwrap()
 }
 
 fn small_config(seed: u64) -> GensfenConfig {
@@ -90,7 +91,8 @@ fn check_records(records: &[TeacherRecord], write_minply: u32, eval_limit: i16) 
 
 #[test]
 fn selfplay_writes_valid_consistent_records() {
-    let dir = tmp_dir("valid");
+    let tmp = tmp_dir("valid");
+    let dir = tmp.path();
     let path = dir.join("a.psv.zst");
     let cfg = small_config(42);
     let stats = selfplay_shard(&path, &cfg, &[], 4, 1);
@@ -118,12 +120,12 @@ fn selfplay_writes_valid_consistent_records() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn same_seed_same_bytes_any_thread_count() {
-    let dir = tmp_dir("determinism");
+    let tmp = tmp_dir("determinism");
+    let dir = tmp.path();
     let (a, b, c, d) =
         (dir.join("a.psv.zst"), dir.join("b.psv.zst"), dir.join("c.psv.zst"), dir.join("d.psv.zst"));
     let cfg = GensfenConfig { limit: SearchLimit::Nodes(300), ..small_config(7) };
@@ -137,7 +139,6 @@ fn same_seed_same_bytes_any_thread_count() {
     assert_eq!(sa, sb);
     assert_eq!(sa, sc);
     assert_ne!(bytes(&a), bytes(&d), "another seed, another shard");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -221,7 +222,8 @@ fn record_replay_keeps_the_game_result() {
     unknown.result.outcome = Outcome::Unknown;
     records.push(unknown);
     let cfg = GensfenConfig { limit: SearchLimit::Depth(1), write_minply: 16, ..GensfenConfig::default() };
-    let dir = tmp_dir("records");
+    let tmp = tmp_dir("records");
+    let dir = tmp.path();
     let path = dir.join("r.psv.zst");
     let writer = ShardWriter::create(&path, ShardSettings::default()).unwrap();
     let (writer, stats) = run_records(&mut workers(2), &cfg, &records, writer, |_| {}).unwrap();
@@ -253,7 +255,6 @@ fn record_replay_keeps_the_game_result() {
     assert_eq!(stats2.skipped_unknown_result_games, 0);
     assert_eq!(stats2.positions_written, stats.positions_written);
     assert_eq!(stats2.draws, 2);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

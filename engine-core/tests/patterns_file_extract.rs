@@ -47,8 +47,8 @@ fn pattern_file_round_trip_and_errors() {
         ex.kept.into_iter().map(|(p, _)| p).collect(),
         (0..n as i32).map(|i| i * 7 - 900).collect(),
     );
-    let dir = std::env::temp_dir().join(format!("keima-patterns-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new().prefix("keima-patterns-").tempdir_in(std::env::temp_dir()).unwrap();
+    let dir = tmp.path();
     let path = dir.join("set.kpat");
     save(&set, &path).unwrap();
     let loaded = load(&path).unwrap();
@@ -83,5 +83,4 @@ fn pattern_file_round_trip_and_errors() {
         mutated[(x as usize) % bytes.len()] ^= 1 << (x % 8);
         let _ = from_bytes(&mutated, name);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,7 +6,7 @@ use engine_core::teacher::{
     PackedSfen, PackedSfenValue, RejectCounts, ShardError, ShardReader, ShardSettings, ShardWriter,
     manifest_path, pack, try_pack, unpack, unpack_with_ply,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const VECTORS: &[(&str, [u8; 32])] = &[
     (
@@ -55,12 +55,12 @@ impl Rng {
     }
 }
 
-fn tmp_dir(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("teacher_formats_{name}_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory, removed when the returned guard drops.
+fn tmp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("teacher_formats_{name}_"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
 }
 
 fn sfen_without_ply(pos: &Position) -> String {
@@ -244,7 +244,8 @@ fn shard_fixture() -> (Vec<PackedSfenValue>, Vec<[u8; 40]>, RejectCounts) {
 
 #[test]
 fn shard_round_trip_with_rejects() {
-    let dir = tmp_dir("round_trip");
+    let tmp = tmp_dir("round_trip");
+    let dir = tmp.path();
     let path = dir.join("a.psv.zst");
     let (valid, corrupt, want) = shard_fixture();
     let settings = ShardSettings {
@@ -315,7 +316,6 @@ fn shard_round_trip_with_rejects() {
     let (recs, rej) = ShardReader::read_all(&bin).unwrap();
     assert_eq!(recs.iter().map(|r| r.psv).collect::<Vec<_>>(), expected);
     assert_eq!(rej, rejects);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn write_small_shard(path: &Path) -> Vec<PackedSfenValue> {
@@ -337,7 +337,8 @@ fn read_err(path: &Path) -> ShardError {
 
 #[test]
 fn manifest_detects_modification() {
-    let dir = tmp_dir("modified");
+    let tmp = tmp_dir("modified");
+    let dir = tmp.path();
     let path = dir.join("m.psv.zst");
     let valid = write_small_shard(&path);
     assert_eq!(ShardReader::read_all(&path).unwrap().0.len(), valid.len());
@@ -361,12 +362,12 @@ fn manifest_detects_modification() {
     std::fs::write(manifest_path(&path), b"{ not json").unwrap();
     let e = ShardReader::open(&path).err().unwrap();
     assert!(matches!(e, ShardError::Manifest { .. }) && e.to_string().contains("manifest.json"), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn truncated_files_give_clear_errors() {
-    let dir = tmp_dir("truncated");
+    let tmp = tmp_dir("truncated");
+    let dir = tmp.path();
     let path = dir.join("t.psv.zst");
     write_small_shard(&path);
     let full = std::fs::read(&path).unwrap();
@@ -396,19 +397,18 @@ fn truncated_files_give_clear_errors() {
     // A missing file.
     let e = ShardReader::open(dir.join("nope.bin")).err().unwrap();
     assert!(e.to_string().contains("nope.bin"), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn abandoned_writer_leaves_nothing() {
-    let dir = tmp_dir("abandoned");
+    let tmp = tmp_dir("abandoned");
+    let dir = tmp.path();
     let path = dir.join("x.psv.zst");
     {
         let mut w = ShardWriter::create(&path, ShardSettings::default()).unwrap();
         w.write(&PackedSfenValue::new(&Position::startpos(), None, 0, 0).unwrap()).unwrap();
     }
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
 }
 
 #[test]

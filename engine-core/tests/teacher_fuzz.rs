@@ -3,7 +3,6 @@
 
 use engine_core::rules::Position;
 use engine_core::teacher::{PackedSfen, PackedSfenValue, ShardReader, pack, try_pack, unpack};
-use std::path::Path;
 
 struct Rng(u64);
 
@@ -155,9 +154,9 @@ fn random_records_into_validation() {
 
 #[test]
 fn random_files_into_shard_reader() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("teacher_fuzz_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp =
+        tempfile::Builder::new().prefix("teacher_fuzz_").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tmp.path();
     let mut rng = Rng(31337);
     let valid = pack(&Position::startpos());
     for i in 0..200 {
@@ -183,5 +182,4 @@ fn random_files_into_shard_reader() {
             Err(e) => assert!(e.to_string().contains(&format!("f{i}.bin")), "{e}"),
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

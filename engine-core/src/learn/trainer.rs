@@ -74,6 +74,10 @@ pub struct LearnConfig {
     pub threads: usize,
     /// One thread, sequential code paths (results are identical anyway; for tests).
     pub deterministic: bool,
+    /// Reserve the weight file's disk space before training (see `WeightFile::check_disk_space`):
+    /// a full disk is then a clear error at the start instead of a crash mid-run. Off only
+    /// for tests that touch a few pages of many files.
+    pub check_disk_space: bool,
 }
 
 impl Default for LearnConfig {
@@ -107,6 +111,7 @@ impl Default for LearnConfig {
             train_kpp: true,
             threads: 0,
             deterministic: false,
+            check_disk_space: true,
         }
     }
 }
@@ -208,6 +213,10 @@ pub fn init_weights(
 ) -> Result<WeightFile, String> {
     let n = patterns.map_or(0, |p| p.len() as u64);
     let mut w = WeightFile::create(path, n, patterns.map_or(0, pattern_hash)).map_err(|e| e.to_string())?;
+    if kppt.is_some() {
+        // Filling the tables writes most pages: a small disk is an error here, not SIGBUS.
+        w.check_disk_space().map_err(|e| e.to_string())?;
+    }
     let recs = w.records_mut();
     if let Some(t) = kppt {
         for (i, v) in t.kk.as_slice().iter().enumerate() {
@@ -336,6 +345,9 @@ impl Trainer {
         let patterns = load_patterns(&cfg)?;
         let weights =
             start_weights(&wpath, cfg.init_weights.as_deref(), cfg.init_kppt.as_deref(), patterns.as_ref())?;
+        if cfg.check_disk_space {
+            weights.check_disk_space().map_err(|e| e.to_string())?;
+        }
         Self::build(cfg, weights, patterns, TrainState::default())
     }
 
@@ -359,6 +371,9 @@ impl Trainer {
         let wpath = cfg.out_dir.join(WEIGHTS_NAME);
         ckw.copy_sparse(&wpath).map_err(|e| e.to_string())?;
         let weights = WeightFile::open(&wpath, false).map_err(|e| e.to_string())?;
+        if cfg.check_disk_space {
+            weights.check_disk_space().map_err(|e| e.to_string())?;
+        }
         let patterns = load_patterns(&cfg)?;
         let mut t = Self::build(cfg, weights, patterns, cs.state)?;
         t.last_checkpoint_at = Some(t.state.updates);

@@ -28,6 +28,13 @@
 //!
 //! No mirror or colour-flip sharing is used: every KK/KKP entry is its own weight.
 //! A full file is about 1.7 GB; it is created sparse, so untouched pages cost nothing.
+//!
+//! # Disk space
+//! Writes go through the map, and a write into a hole that the file system cannot allocate
+//! kills the process with SIGBUS rather than returning an error. A trainer therefore calls
+//! `check_disk_space` first: the unallocated rest of the file must fit in the free space.
+//! (Allocating ahead with fallocate would guarantee it, but ext4 then reports every page
+//! the trainer has read as data to SEEK_DATA, and checkpoints would copy the whole file.)
 
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::{KK_LEN, KKP_LEN};
@@ -137,6 +144,15 @@ pub enum WeightsError {
     Truncated { path: PathBuf, expected: u64, actual: u64 },
     #[error("{path}: the file has {found} pattern weights but the pattern set has {expected}")]
     PatternCount { path: PathBuf, found: u64, expected: u64 },
+    #[error(
+        "{path}: not enough disk space for the weight file: it can grow by {needed} bytes \
+         ({:.2} GB) as training writes weights, and the file system has {free} bytes ({:.2} GB) free. The file is memory-mapped, \
+         so running out of space while training would crash the run. Free space there or put the \
+         run directory on a larger file system (`check_disk_space = false` skips this check, at that risk)",
+        *needed as f64 / 1e9,
+        *free as f64 / 1e9
+    )]
+    NoSpace { path: PathBuf, needed: u64, free: u64 },
 }
 
 fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -205,6 +221,29 @@ pub fn file_extents(file: &File, len: u64) -> Vec<(u64, u64)> {
         pos = hole;
     }
     out
+}
+
+/// Checks that the file system can hold the rest of `file` (`len` bytes in all): the part
+/// not yet allocated must fit in the free space, with a margin of 1/16.
+pub fn check_file_space(file: &File, len: u64, path: &Path) -> Result<(), WeightsError> {
+    use std::os::fd::AsRawFd;
+    let io = |what| move |source| WeightsError::Io { path: path.to_path_buf(), what, source };
+    let allocated = std::os::unix::fs::MetadataExt::blocks(&file.metadata().map_err(io("stat"))?) * 512;
+    // SAFETY: fstatvfs writes into the zeroed struct we pass; the fd is ours.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 {
+        return Err(io("statvfs")(std::io::Error::last_os_error()));
+    }
+    check_free_space(path, len.saturating_sub(allocated), st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// `needed` bytes must fit in `free` with a margin of 1/16 (metadata, other writers).
+pub fn check_free_space(path: &Path, needed: u64, free: u64) -> Result<(), WeightsError> {
+    if needed.saturating_add(needed / 16) <= free {
+        Ok(())
+    } else {
+        Err(WeightsError::NoSpace { path: path.to_path_buf(), needed, free })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -295,6 +334,7 @@ impl Header {
 /// An open weight file.
 pub struct WeightFile {
     path: PathBuf,
+    file: File,
     map: MmapMut,
     pub header: Header,
 }
@@ -330,7 +370,12 @@ impl WeightFile {
             what: "mmap",
             source,
         })?;
-        Ok(WeightFile { path: path.to_path_buf(), map, header })
+        Ok(WeightFile { path: path.to_path_buf(), file: f, map, header })
+    }
+
+    /// Checks that the disk can hold the whole file (see the module docs): one statvfs.
+    pub fn check_disk_space(&self) -> Result<(), WeightsError> {
+        check_file_space(&self.file, self.map.len() as u64, &self.path)
     }
 
     /// Opens and validates a file (layout, length, header checksum). With `verify_data`,
@@ -463,8 +508,8 @@ mod tests {
 
     #[test]
     fn sparse_copy_and_checksum_read_only_data_but_agree_with_full_scans() {
-        let d = std::env::temp_dir().join(format!("keima-weights-sparse-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
+        let tmp = tempfile::Builder::new().prefix("keima-weights-sparse").tempdir().unwrap();
+        let d = tmp.path();
         let (src, dst) = (d.join("a.kw"), d.join("b.kw"));
         let mut w = WeightFile::create(&src, 3, 7).unwrap();
         let n = w.records().len();
@@ -484,7 +529,47 @@ mod tests {
         assert_eq!(data_checksum(c.data_bytes()), w.header.data_checksum, "the copy holds the same data");
         assert_eq!(c.header, w.header);
         assert_eq!(c.records()[n - 1], [5.5, -1.0, 2.0, 0.25]);
-        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A small sparse file fits; a sparse file larger than the free space is refused with
+    /// the file named; allocated blocks count as already held.
+    #[test]
+    fn disk_space_check_counts_only_unallocated_bytes() {
+        let d = tempfile::Builder::new().prefix("keima-weights-space").tempdir().unwrap();
+        let path = d.path().join("r.bin");
+        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        f.set_len(64 << 20).unwrap();
+        check_file_space(&f, 64 << 20, &path).unwrap();
+        // SAFETY: as in check_file_space.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::fstatvfs(std::os::fd::AsRawFd::as_raw_fd(&f), &mut st) }, 0);
+        let free = st.f_bavail as u64 * st.f_frsize as u64;
+        let huge = free + (1 << 30);
+        match check_file_space(&f, huge, &path) {
+            Err(WeightsError::NoSpace { path: p, needed, .. }) => {
+                assert_eq!(p, path);
+                assert!(needed > free, "{needed} vs {free}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Written blocks are not needed again.
+        std::os::unix::fs::FileExt::write_at(&f, &vec![1u8; 1 << 20], 0).unwrap();
+        f.sync_all().unwrap();
+        let Err(WeightsError::NoSpace { needed: after, .. }) = check_file_space(&f, huge, &path) else {
+            panic!("still too large")
+        };
+        assert!(after <= huge - (1 << 20), "{after}");
+    }
+
+    #[test]
+    fn free_space_check_names_the_file_and_the_sizes() {
+        let p = Path::new("/runs/a/weights.kw");
+        assert!(check_free_space(p, 1_000, 2_000).is_ok());
+        assert!(check_free_space(p, 1_600_000_000, 1_700_000_000).is_ok());
+        let e = check_free_space(p, 1_600_000_000, 1_650_000_000).unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("/runs/a/weights.kw") && m.contains("1.60 GB") && m.contains("1.65 GB"), "{m}");
+        assert!(m.contains("check_disk_space = false"), "{m}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use engine_core::eval::material::material;
 use engine_core::rules::{Color, Move, Position};
 use engine_core::search::{Limits, Searcher, TranspositionTable};
 use engine_core::teacher::{PackedSfenValue, ShardSettings, ShardWriter, TeacherRecord};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 pub struct Rng(pub u64);
@@ -24,11 +24,12 @@ impl Rng {
     }
 }
 
-pub fn tmp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("learn_{name}_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A test directory, removed when the guard drops (weight files are 1.7 GB sparse).
+pub fn tmp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("learn_{name}_"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
 }
 
 /// Positions of games mixing random moves and depth-1 searched moves (material-only),
