@@ -238,7 +238,11 @@ impl Core {
             patterns.as_ref(),
         )?;
         let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
-        let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())?;
+        let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())
+            .inspect_err(|_| {
+                // Leave no half-made run behind: a retry must not be told to resume.
+                let _ = std::fs::remove_file(&wpath);
+            })?;
         std::fs::remove_dir_all(journal::dir(&core.run_dir)).ok();
         // A checkpoint at version 0, so a crash before the first regular checkpoint can
         // resume from it plus the journal (cheap: the weight file is still mostly holes).

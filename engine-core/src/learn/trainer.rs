@@ -345,8 +345,13 @@ impl Trainer {
         let patterns = load_patterns(&cfg)?;
         let weights =
             start_weights(&wpath, cfg.init_weights.as_deref(), cfg.init_kppt.as_deref(), patterns.as_ref())?;
-        if cfg.check_disk_space {
-            weights.check_disk_space().map_err(|e| e.to_string())?;
+        if cfg.check_disk_space
+            && let Err(e) = weights.check_disk_space()
+        {
+            // Leave no half-made run behind: a retry must not be told to resume.
+            drop(weights);
+            let _ = std::fs::remove_file(&wpath);
+            return Err(e.to_string());
         }
         Self::build(cfg, weights, patterns, TrainState::default())
     }
