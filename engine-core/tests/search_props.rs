@@ -114,3 +114,29 @@ fn perpetual_check_is_avoided_by_the_checker() {
     assert_ne!(r.best_move.to_usi(), "6i5i", "repeating the perpetual check loses");
     assert!(r.score > 0 && r.score < PERPETUAL_WIN);
 }
+
+/// Fixed-depth searches stay bounded where checks and drops abound: the check extension
+/// must not keep the depth constant through a string of checks. (Extending both the check
+/// and the evasion took 5,000,000+ nodes for a depth-1 search in 2 of these 200 positions.)
+#[test]
+fn shallow_searches_stay_small_in_check_heavy_positions() {
+    use engine_core::rules::random_walk::{capture_heavy_position, xorshift};
+    engine_core::rules::attacks::init();
+    let mut next = xorshift(0x5345_4152_4348);
+    let suite: Vec<Position> = std::iter::repeat_with(|| capture_heavy_position(&mut next))
+        .filter(|p| p.has_legal_move())
+        .take(200)
+        .collect();
+    assert!(suite.iter().filter(|p| p.in_check()).count() >= 5, "the suite has checks");
+    for (depth, bound) in [(1, 50_000u64), (2, 300_000)] {
+        let mut max = 0;
+        for pos in &suite {
+            let mut s = searcher();
+            s.set_position(pos, &[]);
+            let r = s.go(Limits { depth: Some(depth), nodes: Some(bound * 4), ..Limits::default() }, |_| {});
+            max = max.max(r.nodes);
+            assert!(r.nodes <= bound, "depth {depth}: {} nodes for {}", r.nodes, pos.to_sfen());
+        }
+        eprintln!("depth {depth}: at most {max} nodes");
+    }
+}

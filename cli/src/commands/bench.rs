@@ -27,6 +27,19 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Fixed-depth search cost on positions from capture-heavy random games: mean, median,
+    /// 99th percentile and maximum nodes per search, at depths 1..=max_depth.
+    Search {
+        #[arg(long, default_value_t = 300)]
+        positions: usize,
+        #[arg(long, default_value_t = 5)]
+        max_depth: i32,
+        /// Node cap per search (searches that reach it are counted as capped).
+        #[arg(long, default_value_t = 20_000_000)]
+        max_nodes: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluation: ns per differential update and per full recompute along random games,
     /// with 0 patterns and with a pattern set (10,924 by default, the research's count).
     Eval {
@@ -108,6 +121,9 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Search { positions, max_depth, max_nodes, json } => {
+            super::bench_search::run(positions, max_depth, max_nodes, json)
         }
         BenchCommand::Eval { patterns, games, json } => super::bench_eval::run(patterns, games, json),
         BenchCommand::Coordinator { workers, pushes, positions, json } => {

@@ -5,6 +5,7 @@
 use super::CommandResult;
 use engine_core::eval::Evaluator;
 use engine_core::rules::Position;
+use engine_core::rules::random_walk::{capture_heavy_position, xorshift};
 use engine_core::search::mate::{DfPn, MateResult};
 use engine_core::search::{Limits, MATE, MATE_IN_MAX_PLY, SearchOptions, Searcher, TranspositionTable};
 use std::process::ExitCode;
@@ -14,30 +15,10 @@ use std::time::{Duration, Instant};
 /// Positions from capture-heavy random games where df-pn proves a mate within 11 plies;
 /// the same seed gives the same suite.
 pub fn generate_suite(count: usize, seed: u64) -> Vec<Position> {
-    let mut x = seed | 1;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(seed);
     let mut suite = Vec::new();
     while suite.len() < count {
-        let mut pos = Position::startpos();
-        for _ in 0..(40 + next() % 80) {
-            let l = pos.legal_moves();
-            if l.is_empty() {
-                break;
-            }
-            let caps: Vec<_> =
-                l.iter().copied().filter(|m| !m.is_drop() && !pos.piece_on(m.to()).is_empty()).collect();
-            let m = if !caps.is_empty() && next() % 3 != 0 {
-                caps[(next() % caps.len() as u64) as usize]
-            } else {
-                l[(next() % l.len() as u64) as usize]
-            };
-            pos.do_move(m);
-        }
+        let pos = capture_heavy_position(&mut next);
         if pos.in_check() || !pos.has_legal_move() {
             continue;
         }

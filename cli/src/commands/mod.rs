@@ -3,6 +3,7 @@ mod bench_coordinator;
 mod bench_eval;
 mod bench_learn;
 mod bench_mate;
+mod bench_search;
 pub mod dobutsu;
 pub mod eval;
 pub mod export;

@@ -7,6 +7,7 @@ pub mod game;
 pub mod movegen;
 pub mod perft;
 pub mod position;
+pub mod random_walk;
 pub mod sfen;
 pub mod types;
 pub mod zobrist;

@@ -83,6 +83,8 @@ pub struct Searcher {
     pv: Vec<Vec<Move>>,
     nodes: u64,
     seldepth: i32,
+    /// Depth of the current iteration: bounds the check extension.
+    root_depth: i32,
     start: Instant,
     limits: Limits,
 }
@@ -114,6 +116,7 @@ impl Searcher {
             pv: vec![Vec::new(); MAX_PLY + 2],
             nodes: 0,
             seldepth: 0,
+            root_depth: 1,
             start: Instant::now(),
             limits: Limits::default(),
         }
@@ -266,7 +269,7 @@ impl Searcher {
         line.extend_from_slice(&tail[0]);
     }
 
-    fn search(&mut self, mut alpha: i32, beta: i32, mut depth: i32, ply: usize, null_ok: bool) -> i32 {
+    fn search(&mut self, mut alpha: i32, beta: i32, depth: i32, ply: usize, null_ok: bool) -> i32 {
         self.pv[ply].clear();
         if depth <= 0 {
             return self.qsearch(alpha, beta, ply);
@@ -345,9 +348,6 @@ impl Searcher {
         if list.is_empty() {
             return -MATE + ply as i32;
         }
-        if in_check {
-            depth += 1;
-        }
         let mut moves = self.order_moves(&list, tt_mv, ply);
         let mut best = -INFINITE;
         let mut best_move = Move::NONE;
@@ -358,7 +358,11 @@ impl Searcher {
             let gives_check = self.pos.gives_check(m);
             let d = self.do_move(m);
             let mut new_depth = depth - 1;
-            if gives_check && ply < 2 * depth as usize {
+            // Check extension, one ply per check and only within twice the iteration's
+            // depth: a checking sequence then still loses a ply per move pair, so it ends.
+            // (Extending evasions as well kept the depth constant through long strings of
+            // checks and drops: a depth-1 search could take millions of nodes.)
+            if gives_check && ply < 2 * self.root_depth as usize {
                 new_depth += 1;
             }
             let mut score;
@@ -547,6 +551,7 @@ impl Searcher {
         }
         let max_depth = limits.depth.unwrap_or(MAX_PLY as i32 - 10).clamp(1, MAX_PLY as i32 - 10);
         for depth in 1..=max_depth {
+            self.root_depth = depth;
             let score = self.search(-INFINITE, INFINITE, depth, 0, false);
             let stopped = self.stop.load(Ordering::Relaxed);
             if stopped && depth > 1 {
