@@ -1,7 +1,7 @@
 //! The solved-table file (round trip through the memory map), the Monte Carlo feature
 //! tables (learned, saved, loaded), and the players on positions with a known answer.
 
-use engine_core::dobutsu::mc_player::{FeatureTables, McKind, choose};
+use engine_core::dobutsu::mc_player::{FeatureTables, McKind, alpha_for, choose};
 use engine_core::dobutsu::movegen::{MoveList, legal_moves};
 use engine_core::dobutsu::players::{Player, best_moves, play_game};
 use engine_core::dobutsu::playout::{AttackInfo, DEP_SIZE, IND_SIZE, Rng, features};
@@ -121,7 +121,7 @@ fn mc_players_take_a_lion_and_a_safe_try() {
     // Black's lion can make a safe try (a2a1; White's lion is far away).
     let tri = Position::from_sfen("3/L2/2l/3 b - 1").unwrap();
     for (p, want) in [(cap, "b3b2"), (tri, "a2a1")] {
-        for kind in [McKind::Primitive, McKind::Improved(&t)] {
+        for kind in [McKind::Primitive, McKind::Improved { tables: &t, alpha: alpha_for(300) }] {
             let (m, r) = choose(&p, kind, 300, 1).unwrap();
             assert_eq!(m, Move::from_text(want).unwrap());
             assert_eq!(r, 1.0);

@@ -126,6 +126,9 @@ pub struct MatchArgs {
     /// Feature tables (from `keima dobutsu learn`) for the improved player.
     #[arg(long)]
     tables: Option<PathBuf>,
+    /// The improved player's sharpening α in [0, 1) (default: the schedule by playouts).
+    #[arg(long, value_parser = parse_alpha)]
+    alpha: Option<f32>,
     /// Solved table (from `keima dobutsu solve --build`) for the perfect player.
     #[arg(long)]
     table: Option<PathBuf>,
@@ -345,19 +348,28 @@ fn build(out: &std::path::Path, start: &Position, capacity: usize) -> CommandRes
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+fn parse_alpha(s: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(a) if (0.0..1.0).contains(&a) => Ok(a),
+        _ => Err(format!("{s:?}: α must be a number in [0, 1)")),
+    }
+}
+
 fn make_player<'a>(
     kind: PlayerKind,
     playouts: u64,
-    depth: u32,
+    a: &MatchArgs,
     tables: &'a Option<FeatureTables>,
     table: &'a Option<Table>,
 ) -> Result<Player<'a>, String> {
     Ok(match kind {
         PlayerKind::Primitive => Player::Primitive { playouts },
-        PlayerKind::Improved => {
-            Player::Improved { playouts, tables: tables.as_ref().ok_or("improved needs --tables")? }
-        }
-        PlayerKind::Alphabeta => Player::AlphaBeta { depth },
+        PlayerKind::Improved => Player::Improved {
+            playouts,
+            tables: tables.as_ref().ok_or("improved needs --tables")?,
+            alpha: a.alpha,
+        },
+        PlayerKind::Alphabeta => Player::AlphaBeta { depth: a.depth },
         PlayerKind::Perfect => Player::Perfect { table: table.as_ref().ok_or("perfect needs --table")? },
     })
 }
@@ -366,8 +378,8 @@ fn run_match(a: MatchArgs) -> CommandResult {
     let uses = |k| a.first == k || a.second == k;
     let tables = if uses(PlayerKind::Improved) { Some(load_tables(&a.tables)?) } else { None };
     let table = if uses(PlayerKind::Perfect) { Some(open_table(&a.table)?) } else { None };
-    let p1 = make_player(a.first, a.playouts, a.depth, &tables, &table)?;
-    let p2 = make_player(a.second, a.playouts2.unwrap_or(a.playouts), a.depth, &tables, &table)?;
+    let p1 = make_player(a.first, a.playouts, &a, &tables, &table)?;
+    let p2 = make_player(a.second, a.playouts2.unwrap_or(a.playouts), &a, &tables, &table)?;
     let rounds: Vec<bool> = if a.swap { vec![false, true] } else { vec![false] };
     let bar = ProgressBar::new((a.games * rounds.len()) as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} games {elapsed_precise} {msg}")
@@ -437,7 +449,9 @@ fn teacher_quality(a: TeacherArgs) -> CommandResult {
             let t = t.clone();
             teachers.push((
                 format!("improved MC {n}"),
-                Box::new(move |p: &Position, s| choose_rate(p, McKind::Improved(&t), n, s)),
+                Box::new(move |p: &Position, s| {
+                    choose_rate(p, McKind::Improved { tables: &t, alpha: alpha_for(n) }, n, s)
+                }),
             ));
         }
     }

@@ -232,7 +232,11 @@ pub fn alpha_for(playouts: u64) -> f32 {
 #[derive(Clone, Copy, Debug)]
 pub enum McKind<'a> {
     Primitive,
-    Improved(&'a FeatureTables),
+    /// Playouts biased by `tables`, sharpened by `alpha` (`alpha_for` gives the default).
+    Improved {
+        tables: &'a FeatureTables,
+        alpha: f32,
+    },
 }
 
 /// Runs about `playouts` playouts in all (spread evenly over the legal moves, in parallel)
@@ -244,7 +248,6 @@ pub fn evaluate_moves(pos: &Position, kind: McKind, playouts: u64, seed: u64) ->
         return vec![];
     }
     let per_move = (playouts / list.len() as u64).max(1);
-    let alpha = alpha_for(playouts);
     let chunk = 32u64;
     let tasks: Vec<(usize, u64)> =
         (0..list.len()).flat_map(|i| (0..per_move.div_ceil(chunk)).map(move |c| (i, c))).collect();
@@ -261,7 +264,7 @@ pub fn evaluate_moves(pos: &Position, kind: McKind, playouts: u64, seed: u64) ->
             for _ in 0..n {
                 let w = match kind {
                     McKind::Primitive => uniform_playout(&child, &mut rng),
-                    McKind::Improved(t) => improved_playout(&child, t, alpha, &mut rng),
+                    McKind::Improved { tables, alpha } => improved_playout(&child, tables, alpha, &mut rng),
                 };
                 s += score_for(w, root);
             }

@@ -2,7 +2,7 @@
 
 use super::alphabeta;
 use super::game::{Game, Outcome};
-use super::mc_player::{FeatureTables, McKind, choose};
+use super::mc_player::{FeatureTables, McKind, alpha_for, choose};
 use super::rules::{Color, Move, Position};
 use super::solver::{Value, move_values};
 use super::table_file::Table;
@@ -12,9 +12,11 @@ pub enum Player<'a> {
     Primitive {
         playouts: u64,
     },
+    /// `alpha`: the sharpening; None = `alpha_for(playouts)`.
     Improved {
         playouts: u64,
         tables: &'a FeatureTables,
+        alpha: Option<f32>,
     },
     AlphaBeta {
         depth: u32,
@@ -30,7 +32,10 @@ impl Player<'_> {
     pub fn name(&self) -> String {
         match self {
             Player::Primitive { playouts } => format!("primitive-mc({playouts})"),
-            Player::Improved { playouts, .. } => format!("improved-mc({playouts})"),
+            Player::Improved { playouts, alpha: None, .. } => format!("improved-mc({playouts})"),
+            Player::Improved { playouts, alpha: Some(a), .. } => {
+                format!("improved-mc({playouts}, alpha {a})")
+            }
             Player::AlphaBeta { depth } => format!("alphabeta(depth {depth})"),
             Player::Perfect { .. } => "perfect".into(),
         }
@@ -39,8 +44,9 @@ impl Player<'_> {
     pub fn choose(&self, pos: &Position, seed: u64) -> Option<Move> {
         match *self {
             Player::Primitive { playouts } => choose(pos, McKind::Primitive, playouts, seed).map(|x| x.0),
-            Player::Improved { playouts, tables } => {
-                choose(pos, McKind::Improved(tables), playouts, seed).map(|x| x.0)
+            Player::Improved { playouts, tables, alpha } => {
+                let alpha = alpha.unwrap_or_else(|| alpha_for(playouts));
+                choose(pos, McKind::Improved { tables, alpha }, playouts, seed).map(|x| x.0)
             }
             Player::AlphaBeta { depth } => alphabeta::search(pos, depth, seed).best,
             Player::Perfect { table } => {
