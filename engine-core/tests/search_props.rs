@@ -120,13 +120,8 @@ fn perpetual_check_is_avoided_by_the_checker() {
 /// and the evasion took 5,000,000+ nodes for a depth-1 search in 2 of these 200 positions.)
 #[test]
 fn shallow_searches_stay_small_in_check_heavy_positions() {
-    use engine_core::rules::random_walk::{capture_heavy_position, xorshift};
     engine_core::rules::attacks::init();
-    let mut next = xorshift(0x5345_4152_4348);
-    let suite: Vec<Position> = std::iter::repeat_with(|| capture_heavy_position(&mut next))
-        .filter(|p| p.has_legal_move())
-        .take(200)
-        .collect();
+    let suite = engine_core::rules::random_walk::capture_heavy_suite(200, 0x5345_4152_4348);
     assert!(suite.iter().filter(|p| p.in_check()).count() >= 5, "the suite has checks");
     for (depth, bound) in [(1, 50_000u64), (2, 300_000)] {
         let mut max = 0;

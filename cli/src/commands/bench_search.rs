@@ -5,19 +5,21 @@
 
 use super::CommandResult;
 use engine_core::eval::Evaluator;
-use engine_core::rules::random_walk::{capture_heavy_position, xorshift};
+use engine_core::rules::random_walk::capture_heavy_suite;
 use engine_core::search::{Limits, Searcher, TranspositionTable};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The suite `search_props::shallow_searches_stay_small_in_check_heavy_positions` uses too.
+const SUITE_SEED: u64 = 0x5345_4152_4348;
+
 pub fn run(positions: usize, max_depth: i32, max_nodes: u64, json: bool) -> CommandResult {
+    if positions == 0 {
+        return Err("--positions must be at least 1".into());
+    }
     engine_core::rules::attacks::init();
-    let mut next = xorshift(0x5345_4152_4348);
-    let suite: Vec<_> = std::iter::repeat_with(|| capture_heavy_position(&mut next))
-        .filter(|p| p.has_legal_move())
-        .take(positions)
-        .collect();
+    let suite = capture_heavy_suite(positions, SUITE_SEED);
     let in_check = suite.iter().filter(|p| p.in_check()).count();
     if !json {
         println!(

@@ -34,3 +34,13 @@ pub fn capture_heavy_position(next: &mut impl FnMut() -> u64) -> Position {
     }
     pos
 }
+
+/// `count` positions from `capture_heavy_position` (with `xorshift(seed)`) that still have
+/// a legal move: the same seed gives the same suite.
+pub fn capture_heavy_suite(count: usize, seed: u64) -> Vec<Position> {
+    let mut next = xorshift(seed);
+    std::iter::repeat_with(|| capture_heavy_position(&mut next))
+        .filter(|p| p.has_legal_move())
+        .take(count)
+        .collect()
+}
