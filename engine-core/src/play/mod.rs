@@ -1,8 +1,11 @@
-//! Playing games: the USI engine protocol as a reusable state machine, and match
-//! statistics (W/D/L, Elo with a confidence interval) with a CSA record writer.
+//! Playing games: the USI engine protocol as a reusable state machine; match statistics
+//! (W/D/L, Elo with a confidence interval) with a CSA record writer; and an SPRT over game
+//! pairs.
 
 pub mod match_stats;
+pub mod sprt;
 pub mod usi_engine;
 
 pub use match_stats::{CsaEnd, CsaRecord, EloEstimate, MatchStats};
+pub use sprt::{Pentanomial, Sprt, SprtStatus};
 pub use usi_engine::{GoParams, UsiEngine, time_limits};
