@@ -45,6 +45,12 @@ pub fn engine_argv(cmd: &str) -> Result<Vec<String>, String> {
     Ok(argv)
 }
 
+/// `from + timeout`, or a year from `from` when the sum is not representable (a huge
+/// --timeout or --time-margin must not panic).
+fn deadline_after(from: Instant, timeout: Duration) -> Instant {
+    from.checked_add(timeout).unwrap_or_else(|| from + Duration::from_secs(365 * 86_400))
+}
+
 pub struct UsiClient {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -90,7 +96,7 @@ impl UsiClient {
         });
         let mut client = UsiClient { child, stdin, lines: rx, name: label.clone(), label };
         client.send("usi").map_err(|e| e.to_string())?;
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(Instant::now(), timeout);
         loop {
             let line = client.next_line(deadline, "usiok").map_err(|e| format!("{}: {e}", client.label))?;
             if let Some(name) = line.strip_prefix("id name ") {
@@ -130,7 +136,7 @@ impl UsiClient {
     /// `isready` → `readyok`.
     pub fn isready(&mut self, timeout: Duration) -> Result<(), ClientError> {
         self.send("isready")?;
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(Instant::now(), timeout);
         while self.next_line(deadline, "readyok")? != "readyok" {}
         Ok(())
     }
@@ -146,7 +152,7 @@ impl UsiClient {
         self.send(position)?;
         self.send(go)?;
         let start = Instant::now();
-        let deadline = start + timeout;
+        let deadline = deadline_after(start, timeout);
         loop {
             match self.next_line(deadline, "bestmove") {
                 Ok(line) => {
