@@ -131,3 +131,220 @@ fn match_rejects_bad_options() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("NAME=VALUE"));
 }
+
+/// Runs `keima match` with `args` plus `--out DIR --json`; returns the parsed summary.
+fn run_match(args: &[&str], out: &std::path::Path) -> serde_json::Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_keima"))
+        .arg("match")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{args:?}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// A stand-in USI engine (a POSIX shell script) that answers every `go` the same way:
+/// `resign`, an illegal move, or never. Deterministic, so the match's bookkeeping can be
+/// checked against known results.
+#[cfg(unix)]
+fn fake_engine(dir: &std::path::Path, mode: &str) -> String {
+    let script = dir.join("fake_engine.sh");
+    std::fs::write(
+        &script,
+        "while read -r line; do\n\
+           case \"$line\" in\n\
+             usi) echo \"id name fake-$1\"; echo usiok ;;\n\
+             isready) echo readyok ;;\n\
+             go*) case \"$1\" in resign) echo 'bestmove resign' ;; illegal) echo 'bestmove 5e5d' ;; esac ;;\n\
+             quit) exit 0 ;;\n\
+           esac\n\
+         done\n",
+    )
+    .unwrap();
+    format!("sh {} {mode}", script.display())
+}
+
+#[test]
+fn match_sprt_self() {
+    let tmp = temp_dir("match-sprt");
+    let openings = tmp.path().join("openings.sfen");
+    std::fs::write(
+        &openings,
+        "startpos moves 7g7f 8c8d 7i6h 3c3d 6g6f 7a6b\nstartpos moves 2g2f 3c3d 7g7f 4c4d\n\
+         startpos moves 7g7f 3c3d 2g2f\n",
+    )
+    .unwrap();
+    let v = run_match(
+        &["--engine1", "self", "--engine2", "self", "--games", "20", "--nodes", "300", "--sprt", "-50,50"]
+            .into_iter()
+            .chain(["--max-plies", "60", "--concurrency", "2", "--option1", "Hash=4", "--option2", "Hash=4"])
+            .chain(["--openings", openings.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+        &tmp.path().join("records"),
+    );
+    let sprt = &v["sprt"];
+    let llr = sprt["llr"].as_f64().unwrap_or_else(|| panic!("llr in {v}"));
+    assert!(llr.is_finite());
+    assert_eq!((sprt["elo0"].as_f64(), sprt["elo1"].as_f64()), (Some(-50.0), Some(50.0)));
+    assert_eq!((sprt["alpha"].as_f64(), sprt["beta"].as_f64()), (Some(0.05), Some(0.05)));
+    assert!((sprt["upper_bound"].as_f64().unwrap() - 19f64.ln()).abs() < 1e-9);
+    let counts: Vec<u64> = v["pentanomial"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+    let pairs = v["pairs"].as_u64().unwrap();
+    assert_eq!(counts.iter().sum::<u64>(), pairs, "{v}");
+    assert_eq!(v["games"].as_u64().unwrap(), 2 * pairs, "{v}");
+    assert_eq!(v["results"].as_array().unwrap().len() as u64, 2 * pairs);
+    // The pentanomial is the pairs' scores: recompute it from the per-game results.
+    let results = v["results"].as_array().unwrap();
+    let mut recount = [0u64; 5];
+    for pair in results.chunks(2) {
+        let half_points = |r: &serde_json::Value| match r["result"].as_str().unwrap() {
+            "win" => 2,
+            "draw" => 1,
+            _ => 0,
+        };
+        assert_eq!(pair[0]["opening"], pair[1]["opening"]);
+        recount[half_points(&pair[0]) + half_points(&pair[1])] += 1;
+    }
+    assert_eq!(recount.to_vec(), counts);
+    match sprt["result"].as_str().unwrap() {
+        "inconclusive" => assert_eq!(pairs, 10, "{v}"),
+        "H0 accepted" | "H1 accepted" => assert!(sprt["decided_after_pairs"].as_u64().unwrap() <= pairs),
+        other => panic!("result {other:?}"),
+    }
+    assert_eq!(v["time_losses"], serde_json::json!({"engine1": 0, "engine2": 0}));
+}
+
+#[cfg(unix)]
+#[test]
+fn match_sprt_stops_when_decided() {
+    // engine2 resigns every game: every pair is 2-0 for engine1. For [0, 5] the LLR is
+    // 1.92 after one pair and 7.65 after two (engine_core::play::sprt's tests), so the
+    // match stops after 4 of at most 20 games with H1 accepted.
+    let tmp = temp_dir("match-sprt-stop");
+    let resigner = fake_engine(tmp.path(), "resign");
+    let v = run_match(
+        &["--engine1", "self", "--engine2", &resigner, "--games", "20", "--nodes", "100", "--sprt", "0,5"],
+        &tmp.path().join("records"),
+    );
+    assert_eq!(v["games"], 4, "{v}");
+    assert_eq!(v["wins"], 4);
+    assert_eq!(v["pentanomial"], serde_json::json!([0, 0, 0, 0, 2]));
+    assert_eq!(v["sprt"]["result"], "H1 accepted");
+    assert_eq!(v["sprt"]["decided_after_pairs"], 2);
+    assert!((v["sprt"]["llr"].as_f64().unwrap() - 7.651_163_918_675_739).abs() < 1e-9, "{v}");
+    assert_eq!(v["engine2"], "fake-resign");
+}
+
+#[cfg(unix)]
+#[test]
+fn match_counts_illegal_moves_and_time_losses() {
+    // Game 1: engine1 (Black) plays an illegal move. Game 2: engine2 (Black) never answers
+    // `go` and loses on time once 100 ms byoyomi + 100 ms margin pass.
+    let tmp = temp_dir("match-faults");
+    let (illegal_dir, silent_dir) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::create_dir_all(&illegal_dir).unwrap();
+    std::fs::create_dir_all(&silent_dir).unwrap();
+    let illegal = fake_engine(&illegal_dir, "illegal");
+    let silent = fake_engine(&silent_dir, "silent");
+    let out = tmp.path().join("records");
+    let v = run_match(
+        &[
+            "--engine1",
+            &illegal,
+            "--engine2",
+            &silent,
+            "--games",
+            "2",
+            "--byoyomi",
+            "100",
+            "--time-margin",
+            "100",
+        ],
+        &out,
+    );
+    assert_eq!(v["illegal_moves"], serde_json::json!({"engine1": 1, "engine2": 0}), "{v}");
+    assert_eq!(v["time_losses"], serde_json::json!({"engine1": 0, "engine2": 1}), "{v}");
+    assert_eq!(v["crashes"], serde_json::json!({"engine1": 0, "engine2": 0}));
+    let results = v["results"].as_array().unwrap();
+    assert_eq!((&results[0]["end"], &results[0]["result"]), (&"%ILLEGAL_MOVE".into(), &"loss".into()));
+    assert_eq!((&results[1]["end"], &results[1]["result"]), (&"%TIME_UP".into(), &"win".into()));
+    assert!(results[0]["note"].as_str().unwrap().starts_with("engine1 played \"5e5d\""), "{v}");
+    assert!(results[1]["note"].as_str().unwrap().starts_with("engine2: timeout"), "{v}");
+    assert_eq!(v["pentanomial"], serde_json::json!([0, 0, 1, 0, 0]));
+    assert_eq!(v["limit"], "byoyomi 100 ms");
+    let csa = std::fs::read_to_string(out.join("game_0002.csa")).unwrap();
+    assert!(csa.contains("%TIME_UP\n"), "{csa}");
+}
+
+#[test]
+fn match_with_a_clock() {
+    let tmp = temp_dir("match-tc");
+    let out = tmp.path().join("records");
+    let v = run_match(
+        &["--engine1", "self", "--engine2", "self", "--games", "2", "--tc", "2+0.1", "--max-plies", "40"]
+            .into_iter()
+            .chain(["--option1", "Hash=4", "--option2", "Hash=4"])
+            .collect::<Vec<_>>(),
+        &out,
+    );
+    assert_eq!(v["games"], 2, "{v}");
+    assert_eq!(v["limit"], "2+0.1 s");
+    assert_eq!(v["time_losses"], serde_json::json!({"engine1": 0, "engine2": 0}), "{v}");
+    assert_eq!(v["illegal_moves"], serde_json::json!({"engine1": 0, "engine2": 0}), "{v}");
+    for (g, r) in v["results"].as_array().unwrap().iter().enumerate() {
+        let text = std::fs::read_to_string(out.join(format!("game_{:04}.csa", g + 1))).unwrap();
+        let plies = replay_csa(&text) as u64;
+        assert_eq!(plies, r["plies"].as_u64().unwrap());
+        // Every move has its time, and the record names the time control.
+        assert_eq!(text.lines().filter(|l| l.starts_with('T')).count() as u64, plies, "{text}");
+        assert!(text.contains("'time control 2+0.1 s; main time left: engine1 "), "{text}");
+        // Each engine's clock: 2000 ms + 100 ms per own move, minus the (positive) time used.
+        let engine1_black = r["engine1_color"] == "black";
+        for (engine, key) in [(0, "engine1"), (1, "engine2")] {
+            let black = (engine == 0) == engine1_black;
+            let moves = if black { plies.div_ceil(2) } else { plies / 2 };
+            let left = r["clock_ms"][key].as_u64().unwrap_or_else(|| panic!("clock_ms in {r}"));
+            assert!(left < 2000 + 100 * moves, "{key}: {left} ms left after {moves} moves: {r}");
+        }
+    }
+}
+
+#[test]
+fn match_rejects_bad_limits() {
+    let tmp = temp_dir("match-bad-limits");
+    for (args, needle) in [
+        (&["--sprt", "5"][..], "ELO0,ELO1 or ELO0,ELO1,ALPHA,BETA"),
+        (&["--sprt", "5,0"], "ELO0 (5) must be below ELO1 (0)"),
+        (&["--sprt", "0,5,1.5,0.05"], "ALPHA must be strictly between 0 and 1"),
+        (&["--sprt", "0,nan"], "ELO1 must be a number"),
+        (&["--sprt", "0,5", "--games", "3"], "--games 3: --sprt counts game pairs"),
+        (&["--tc", "10"], "expected T+I"),
+        (&["--tc", "-1+0"], "main time must be between 0"),
+        (&["--tc", "0+0"], "the clock gives no time"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_keima"))
+            .args(["match", "--engine1", "self", "--engine2", "self"])
+            .args(if args.contains(&"--sprt") { &["--nodes", "10"][..] } else { &[] })
+            .args(args)
+            .arg("--out")
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} accepted");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(stderr.contains(args[0]), "{args:?}: the error does not name {}: {stderr}", args[0]);
+    }
+    // --nodes and a clock exclude each other.
+    let output = Command::new(env!("CARGO_BIN_EXE_keima"))
+        .args(["match", "--engine1", "self", "--engine2", "self", "--nodes", "10", "--tc", "1+0", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot be used with"));
+}
