@@ -152,6 +152,10 @@ impl KpptTables {
 
     /// Change of one half's KPP sum when the pieces in `changed` moved from their old
     /// indices to those now in `list`.
+    ///
+    /// Each changed piece's row is summed over the whole list without a branch (so the
+    /// loads can overlap), then the terms against the changed pieces themselves are taken
+    /// out and the pair of changed pieces is counted once.
     fn half_delta(
         &self,
         k: Square,
@@ -159,19 +163,30 @@ impl KpptTables {
         changed: &ChangedPieces,
         old: &[BonaPiece; 2],
     ) -> [i32; 2] {
-        let mut acc = [0i32; 2];
         let n = changed.count;
-        let is_changed = |j: usize| (0..n).any(|c| changed.ids[c] as usize == j);
+        let mut acc = [0i32; 2];
         for c in 0..n {
             let new_row = self.kpp_row(k, list[changed.ids[c] as usize]);
             let old_row = self.kpp_row(k, old[c]);
-            for (j, &b) in list.iter().enumerate() {
-                if is_changed(j) {
-                    continue;
-                }
-                let (nv, ov) = (new_row[b as usize], old_row[b as usize]);
-                acc[0] += nv[0] as i32 - ov[0] as i32;
-                acc[1] += nv[1] as i32 - ov[1] as i32;
+            let (mut a0, mut a1, mut b0, mut b1) = (0i32, 0i32, 0i32, 0i32);
+            for pair in list.chunks_exact(2) {
+                let (x, y) = (pair[0] as usize, pair[1] as usize);
+                a0 += new_row[x][0] as i32 - old_row[x][0] as i32;
+                a1 += new_row[x][1] as i32 - old_row[x][1] as i32;
+                b0 += new_row[y][0] as i32 - old_row[y][0] as i32;
+                b1 += new_row[y][1] as i32 - old_row[y][1] as i32;
+            }
+            if PIECE_LIST_LEN % 2 == 1 {
+                let x = list[PIECE_LIST_LEN - 1] as usize;
+                a0 += new_row[x][0] as i32 - old_row[x][0] as i32;
+                a1 += new_row[x][1] as i32 - old_row[x][1] as i32;
+            }
+            acc[0] += a0 + b0;
+            acc[1] += a1 + b1;
+            for d in 0..n {
+                let x = list[changed.ids[d] as usize] as usize;
+                acc[0] -= new_row[x][0] as i32 - old_row[x][0] as i32;
+                acc[1] -= new_row[x][1] as i32 - old_row[x][1] as i32;
             }
         }
         if n == 2 {
