@@ -28,9 +28,9 @@ enum Command {
     /// Pattern features: extraction by random counting over game records.
     #[command(subcommand)]
     Patterns(commands::patterns::PatternsCommand),
-    /// Benchmarks that print figures (see BENCHMARKS.md).
-    #[command(subcommand)]
-    Bench(commands::bench::BenchCommand),
+    /// Benchmarks that print figures (see BENCHMARKS.md); without a subcommand, the
+    /// search signature (node count at a fixed depth) and nodes/s.
+    Bench(commands::bench::BenchArgs),
     /// Run the engine with the USI protocol on stdin/stdout.
     Usi(commands::usi::UsiArgs),
     /// Play a match between two USI engines; CSA records, W/D/L and Elo.

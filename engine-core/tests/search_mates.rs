@@ -29,13 +29,14 @@ fn mate_in_one_is_found_statically_and_by_search() {
     assert_eq!(pv[0], "G*1b");
 }
 
-/// Exact mate distance by plain alpha-beta (no null move, no reductions): the shortest
+/// Exact mate distance by plain alpha-beta (no null move, reductions or forward pruning): the shortest
 /// mate within `depth` plies, as minimax defines it.
 fn exact_mate_distance(sfen: &str, depth: i32) -> Option<i32> {
     let pos = Position::from_sfen(sfen).unwrap();
     let mut s = searcher();
     s.options.null_move = false;
     s.options.lmr = false;
+    s.options.pruning = false;
     s.options.mate1 = false;
     s.set_position(&pos, &[]);
     let r = s.go(Limits::depth(depth), |_| {});

@@ -3,7 +3,7 @@
 
 use engine_core::eval::Evaluator;
 use engine_core::rules::{Move, Position};
-use engine_core::search::search::PERPETUAL_WIN;
+use engine_core::search::PERPETUAL_WIN;
 use engine_core::search::{Limits, Searcher, TranspositionTable};
 use std::sync::Arc;
 

@@ -1,8 +1,22 @@
 use super::{CommandResult, parse_position};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+use engine_core::search::bench::DEFAULT_BENCH_DEPTH;
 use engine_core::rules::perft::perft;
 use std::process::ExitCode;
 use std::time::Instant;
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    cmd: Option<BenchCommand>,
+    /// Signature: depth of every search.
+    #[arg(long, default_value_t = DEFAULT_BENCH_DEPTH)]
+    depth: i32,
+    /// Signature: one JSON object instead of the lines.
+    #[arg(long)]
+    json: bool,
+}
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -37,6 +51,27 @@ pub enum BenchCommand {
         /// Node cap per search (searches that reach it are counted as capped).
         #[arg(long, default_value_t = 20_000_000)]
         max_nodes: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Depth reached in a fixed time per move on middle-game positions (plies 40, 50, ...,
+    /// 90 of the game records given), one search per position with a fresh table: mean
+    /// completed depth, mean selective depth, nodes/s.
+    Depth {
+        /// Game records (files or directories); games shorter than 100 moves are skipped.
+        #[arg(long, default_value = "../shared/data/records/pro")]
+        records: std::path::PathBuf,
+        /// Milliseconds per position.
+        #[arg(long, default_value_t = 1000)]
+        movetime: u64,
+        /// KPPT directory; default: material only.
+        #[arg(long)]
+        eval: Option<std::path::PathBuf>,
+        /// Transposition table, MiB.
+        #[arg(long, default_value_t = 64)]
+        hash: usize,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
         #[arg(long)]
         json: bool,
     },
@@ -88,7 +123,10 @@ pub enum BenchCommand {
 
 const MATSURI: &str = "l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1";
 
-pub fn run(cmd: BenchCommand) -> CommandResult {
+pub fn run(args: BenchArgs) -> CommandResult {
+    let Some(cmd) = args.cmd else {
+        return signature(args.depth, args.json);
+    };
     match cmd {
         BenchCommand::Movegen { deep, json } => {
             engine_core::rules::attacks::init();
@@ -122,6 +160,9 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
             }
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Depth { records, movetime, eval, hash, threads, json } => {
+            super::bench_depth::run(&records, movetime, eval.as_deref(), hash, threads, json)
+        }
         BenchCommand::Search { positions, max_depth, max_nodes, json } => {
             super::bench_search::run(positions, max_depth, max_nodes, json)
         }
@@ -136,4 +177,26 @@ pub fn run(cmd: BenchCommand) -> CommandResult {
             super::bench_mate::run(positions, max_nodes, json)
         }
     }
+}
+
+/// `keima bench`: the search signature (see `engine_core::search::bench`).
+fn signature(depth: i32, json: bool) -> CommandResult {
+    if !(1..=64).contains(&depth) {
+        return Err(format!("--depth {depth}: must be 1..=64"));
+    }
+    let r = engine_core::search::bench::run(depth);
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"bench": "signature", "depth": depth, "positions": r.nodes.len(),
+                "nodes": r.total_nodes(), "seconds": r.elapsed.as_secs_f64(), "nodes_per_second": r.nodes_per_second()})
+        );
+    } else {
+        println!("positions        {}", r.nodes.len());
+        println!("depth            {depth}");
+        println!("total time (ms)  {}", r.elapsed.as_millis());
+        println!("nodes searched   {}", r.total_nodes());
+        println!("nodes/second     {}", r.nodes_per_second());
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod bench_depth;
 mod bench_coordinator;
 mod bench_eval;
 mod bench_learn;

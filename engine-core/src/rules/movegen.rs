@@ -54,6 +54,11 @@ impl MoveList {
         self.len = 0;
     }
 
+    /// Keeps the first `len` moves (no effect if there are fewer).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     #[inline]
     pub fn as_slice(&self) -> &[Move] {
         // SAFETY: entries 0..len were written by `push` (and `retain` only moves written
@@ -158,6 +163,12 @@ impl Position {
     /// Legal captures, with every promotion choice (for quiescence search).
     pub fn generate_captures(&self, list: &mut MoveList) {
         self.generate(list, self.pieces_of(self.side_to_move().opponent()), false);
+    }
+
+    /// Legal moves that capture nothing (drops included): with `generate_captures`,
+    /// exactly the legal moves.
+    pub fn generate_quiets(&self, list: &mut MoveList) {
+        self.generate(list, !self.occupied(), true);
     }
 
     /// Legal moves that give check.
@@ -312,11 +323,19 @@ impl Position {
 
     /// Does a legal move give check?
     pub fn gives_check(&self, m: Move) -> bool {
-        let discoverers = self.blockers(self.side_to_move().opponent(), self.side_to_move());
-        self.gives_check_with(m, discoverers)
+        self.gives_check_with(m, self.discovered_check_candidates())
     }
 
-    fn gives_check_with(&self, m: Move, discoverers: Bitboard) -> bool {
+    /// Pieces whose moving off the line may uncover a check on the opponent's king;
+    /// computed once per node for [`Position::gives_check_with`].
+    #[inline]
+    pub fn discovered_check_candidates(&self) -> Bitboard {
+        self.blockers(self.side_to_move().opponent(), self.side_to_move())
+    }
+
+    /// `gives_check` with the discovered-check candidates computed beforehand.
+    #[inline]
+    pub fn gives_check_with(&self, m: Move, discoverers: Bitboard) -> bool {
         let Some(their_king) = self.king_square(self.side_to_move().opponent()) else {
             return false;
         };

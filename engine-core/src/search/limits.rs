@@ -26,6 +26,10 @@ impl Limits {
 pub struct SearchOptions {
     pub null_move: bool,
     pub lmr: bool,
+    /// Forward pruning (razoring, futility, move-count, SEE and history pruning, ProbCut,
+    /// internal iterative reduction, quiescence pruning). Off, with `null_move` and `lmr`
+    /// off too, the search is plain alpha-beta: exact to its depth.
+    pub pruning: bool,
     /// Mate-in-1 detection at nodes near the horizon (off by default: `keima bench mate`
     /// shows it costs more than it saves).
     pub mate1: bool,
@@ -37,6 +41,13 @@ pub struct SearchOptions {
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { null_move: true, lmr: true, mate1: false, declaration: true, root_mate_nodes: 0 }
+        SearchOptions {
+            null_move: true,
+            lmr: true,
+            pruning: true,
+            mate1: false,
+            declaration: true,
+            root_mate_nodes: 0,
+        }
     }
 }

@@ -1,12 +1,23 @@
-//! Search: transposition table, limits and options, mate knowledge, and the alpha-beta
-//! searcher that teacher generation, play and the learner's quiescence use.
+//! Search: what bounds it, the transposition table, static exchange evaluation, move
+//! ordering (history statistics, staged move picker), the alpha-beta search and its
+//! quiescence, time management, the threads of a search (Lazy SMP) and the searcher
+//! that runs them; mate knowledge (df-pn); the learner's leaf quiescence.
 
+pub mod alphabeta;
+pub mod bench;
+pub mod history;
+pub mod leaf_qsearch;
 pub mod limits;
 pub mod mate;
-#[allow(clippy::module_inception)]
-pub mod search;
+pub mod movepick;
+pub mod score;
+pub mod searcher;
+pub mod see;
+pub mod thread;
+pub mod time;
 pub mod tt;
 
 pub use limits::{Limits, SearchOptions};
-pub use search::{Info, MATE, MATE_IN_MAX_PLY, SearchResult, Searcher};
+pub use score::{MATE, MATE_IN_MAX_PLY, PERPETUAL_WIN};
+pub use searcher::{Info, SearchResult, Searcher};
 pub use tt::TranspositionTable;

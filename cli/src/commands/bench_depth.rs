@@ -1,0 +1,102 @@
+//! `keima bench depth`: how deep the search gets in a fixed time per move on middle-game
+//! positions (plies 40, 50, ..., 90 of every game of at least 100 moves in the records
+//! given), each searched once with a fresh table, like a move in a game at that time
+//! control. Prints the mean completed depth, the mean selective depth and nodes/s.
+
+use super::CommandResult;
+use super::records::collect_files;
+use engine_core::eval::Evaluator;
+use engine_core::eval::kppt_file::load_kppt_dir;
+use engine_core::records::load_file;
+use engine_core::rules::{Move, Position};
+use engine_core::search::{Limits, Searcher, TranspositionTable};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Plies whose positions are searched.
+const PLIES: [usize; 6] = [40, 50, 60, 70, 80, 90];
+/// Games shorter than this are left out (their late positions are endgames or mates).
+const MIN_GAME_MOVES: usize = 100;
+
+/// The positions of the suite, each with the moves that led to it (for repetitions).
+fn suite(records: &Path) -> Result<Vec<(Position, Vec<Move>)>, String> {
+    let mut out = Vec::new();
+    for file in collect_files(&[records.to_path_buf()])? {
+        let games = load_file(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        for g in games {
+            let line = g.main_line();
+            if line.len() < MIN_GAME_MOVES {
+                continue;
+            }
+            for &ply in &PLIES {
+                out.push((g.start, line[..ply].to_vec()));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "{}: no game of at least {MIN_GAME_MOVES} moves; give --records a directory of records",
+            records.display()
+        ));
+    }
+    Ok(out)
+}
+
+pub fn run(
+    records: &Path,
+    movetime: u64,
+    eval: Option<&Path>,
+    hash: usize,
+    threads: usize,
+    json: bool,
+) -> CommandResult {
+    if movetime == 0 {
+        return Err("--movetime must be at least 1 ms".into());
+    }
+    engine_core::rules::attacks::init();
+    let positions = suite(records)?;
+    let evaluator = Arc::new(match eval {
+        Some(dir) => Evaluator::with_kppt(Arc::new(
+            load_kppt_dir(dir).map_err(|e| format!("--eval {}: {e}", dir.display()))?,
+        )),
+        None => Evaluator::material_only(),
+    });
+    let time = Duration::from_millis(movetime);
+    let limits = Limits { time: Some(time), soft_time: Some(time), ..Limits::default() };
+    let (mut depth_sum, mut seldepth_sum, mut nodes, mut secs) = (0i64, 0i64, 0u64, 0f64);
+    let mut depths = Vec::with_capacity(positions.len());
+    for (start, moves) in &positions {
+        let mut s = Searcher::new(evaluator.clone(), Arc::new(TranspositionTable::new(hash)));
+        s.set_threads(threads);
+        s.set_position(start, moves);
+        let r = s.go(limits, |_| {});
+        depth_sum += r.depth as i64;
+        seldepth_sum += r.seldepth as i64;
+        nodes += r.nodes;
+        secs += r.elapsed.as_secs_f64();
+        depths.push(r.depth);
+    }
+    let n = positions.len() as f64;
+    let (mean_depth, mean_seldepth, nps) = (depth_sum as f64 / n, seldepth_sum as f64 / n, nodes as f64 / secs);
+    depths.sort_unstable();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"bench": "depth", "positions": positions.len(), "movetime_ms": movetime,
+                "threads": threads, "mean_depth": mean_depth, "mean_seldepth": mean_seldepth,
+                "min_depth": depths[0], "max_depth": depths[depths.len() - 1], "nodes_per_second": nps as u64})
+        );
+    } else {
+        println!(
+            "{} positions, {movetime} ms each, {threads} thread(s), {} eval: mean depth {mean_depth:.1} (min {}, max {}), mean seldepth {mean_seldepth:.1}, {:.0} nodes/s",
+            positions.len(),
+            if eval.is_some() { "KPPT" } else { "material" },
+            depths[0],
+            depths[depths.len() - 1],
+            nps
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,875 @@
+//! The principal-variation search and its quiescence search.
+//!
+//! Main search, in the order a node applies them: repetition, declaration and
+//! mate-distance pruning; transposition-table cutoff (non-PV nodes); static evaluation
+//! (cached in the table); razoring; reverse futility pruning; null move (with a
+//! verification search at high depth); ProbCut; internal iterative reduction; then the
+//! moves in staged order with, per move, late-move (move-count) pruning, futility
+//! pruning, continuation-history pruning and SEE pruning at shallow depth, singular
+//! extension of the TT move (with multi-cut), a bounded check extension, and late-move
+//! reductions from a log-log table adjusted by the move's history, the node type and
+//! whether the evaluation is improving.
+//!
+//! Quiescence: stand pat, captures (only recaptures deep down) pruned by futility and SEE,
+//! every evasion when in check — but at most two quiet evasions once one line is known
+//! not to be mated, which is what keeps drop-interpositions from exploding.
+//!
+//! Shogi-specific: no legal move is a loss whether in check or not; a repetition is a
+//! draw unless one side checked throughout (then the checker loses); an
+//! entering-king declaration wins.
+
+use super::history::{NO_ROW, cont_row, stat_bonus};
+use super::movepick::is_capture;
+use super::score::{
+    INFINITE, MATE_IN_MAX_PLY, MAX_PLY, VALUE_NONE, mate_in, mated_in, score_from_tt, score_to_tt,
+};
+use super::see::{captured_value, see_ge};
+use super::thread::{STACK_OFFSET, SearchThread};
+use super::tt::{Bound, DEPTH_NONE, TtEntry, tt_move};
+use crate::rules::game::can_declare_win;
+use crate::rules::{Move, PieceType};
+use std::sync::OnceLock;
+
+/// `REDUCTIONS[i]` ≈ 21.5·ln(i): the reduction of move `m` at depth `d` is about
+/// `REDUCTIONS[d]·REDUCTIONS[m] / 1024` plies.
+fn reductions() -> &'static [i32; 256] {
+    static TABLE: OnceLock<[i32; 256]> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [0; 256];
+        for (i, r) in t.iter_mut().enumerate().skip(1) {
+            *r = (21.5 * (i as f64).ln()) as i32;
+        }
+        t
+    })
+}
+
+#[inline]
+fn reduction(improving: bool, depth: i32, move_count: i32) -> i32 {
+    let t = reductions();
+    let r = t[depth.clamp(0, 255) as usize] * t[move_count.clamp(0, 255) as usize];
+    (r + 509) / 1024 + (!improving && r > 894) as i32
+}
+
+#[inline]
+fn futility_margin(depth: i32, improving: bool) -> i32 {
+    170 * (depth - improving as i32)
+}
+
+#[inline]
+fn futility_move_count(improving: bool, depth: i32) -> i32 {
+    (3 + depth * depth) / (2 - improving as i32)
+}
+
+/// A move that changes the material balance a lot: captures, and promotions of pawns,
+/// bishops and rooks.
+#[inline]
+fn is_tactical(capture: bool, m: Move) -> bool {
+    capture
+        || (m.is_promotion()
+            && matches!(m.moved_piece().piece_type(), PieceType::Pawn | PieceType::Bishop | PieceType::Rook))
+}
+
+pub(super) fn tmp_flag(i: usize) -> bool {
+    static F: OnceLock<Vec<bool>> = OnceLock::new();
+    F.get_or_init(|| {
+        let v = std::env::var("KEIMA_X").unwrap_or_default();
+        (0..16).map(|k| v.contains(&format!("<{k}>"))).collect()
+    })[i]
+}
+
+impl SearchThread {
+    fn update_pv(&mut self, ply: usize, m: Move) {
+        let (head, tail) = self.pv.split_at_mut(ply + 1);
+        let line = &mut head[ply];
+        line.clear();
+        line.push(m);
+        line.extend_from_slice(&tail[0]);
+    }
+
+    /// Adds `bonus` to the continuation histories of a move to `row` played at `ply`
+    /// after the moves one, two and four plies before.
+    fn update_continuation(&mut self, ply: usize, row: usize, bonus: i32) {
+        let f = ply + STACK_OFFSET;
+        let in_check = self.stack[f].in_check;
+        for back in [1, 2, 4] {
+            if in_check && back > 2 {
+                break;
+            }
+            let prev = self.stack[f - back].cont_row;
+            self.history.update_cont(prev, row, bonus);
+        }
+    }
+
+    fn update_quiet_stats(&mut self, ply: usize, m: Move, bonus: i32) {
+        let f = ply + STACK_OFFSET;
+        let k = &mut self.stack[f].killers;
+        if k[0] != m {
+            k[1] = k[0];
+            k[0] = m;
+        }
+        self.history.update_main(m, bonus);
+        self.update_continuation(ply, cont_row(m), bonus);
+        let prev = self.stack[f - 1];
+        if !prev.null_move && !prev.current_move.is_none() {
+            self.history.set_counter_move(prev.cont_row, m);
+        }
+    }
+
+    /// The main search. `ply` 0 is the root, whose moves come from `root_moves`.
+    pub(super) fn search<const PV: bool>(
+        &mut self,
+        mut alpha: i32,
+        mut beta: i32,
+        mut depth: i32,
+        ply: usize,
+        cut_node: bool,
+    ) -> i32 {
+        let root = ply == 0;
+        if depth <= 0 {
+            return self.qsearch::<PV>(alpha, beta, 0, ply);
+        }
+        depth = depth.min(MAX_PLY as i32 - 1);
+        if PV {
+            self.pv[ply].clear();
+            self.seldepth = self.seldepth.max(ply as i32 + 1);
+        }
+        if self.count_node_and_check_limits() {
+            return 0;
+        }
+        let f = ply + STACK_OFFSET;
+        let in_check = self.pos.in_check();
+        self.stack[f].in_check = in_check;
+        self.stack[f].move_count = 0;
+        self.stack[f].double_extensions = self.stack[f - 1].double_extensions;
+        self.stack[f + 2].killers = [Move::NONE; 2];
+        self.stack[f + 1].excluded = Move::NONE;
+        let prev = self.stack[f - 1];
+        let prior_capture = prev.captured;
+
+        if !root {
+            if let Some(s) = self.repetition_score() {
+                return s;
+            }
+            if self.options.declaration && can_declare_win(&self.pos) {
+                return mate_in(ply);
+            }
+            if ply >= MAX_PLY {
+                return if in_check { 0 } else { self.evaluate() };
+            }
+            alpha = alpha.max(mated_in(ply));
+            beta = beta.min(mate_in(ply + 1));
+            if alpha >= beta {
+                return alpha;
+            }
+        }
+
+        let excluded = self.stack[f].excluded;
+        let key = self.pos.key();
+        let tte = if excluded.is_none() { self.tt.probe(key) } else { None };
+        let tt_value = tte.map_or(VALUE_NONE, |e| score_from_tt(e.score, ply));
+        let tt_mv = if root {
+            self.root_moves[0].mv
+        } else {
+            tte.and_then(|e| tt_move(&self.pos, e.move16)).unwrap_or(Move::NONE)
+        };
+        let tt_capture = !tt_mv.is_none() && is_capture(&self.pos, tt_mv);
+        if excluded.is_none() {
+            self.stack[f].tt_pv = PV || tte.is_some_and(|e| e.pv);
+        }
+        let tt_pv = self.stack[f].tt_pv;
+
+        // Transposition-table cutoff.
+        if !PV
+            && let Some(e) = tte
+            && e.depth >= depth
+            && tt_value != VALUE_NONE
+            && e.bound.has(if tt_value >= beta { Bound::Lower } else { Bound::Upper })
+        {
+            if !tt_mv.is_none() {
+                if tt_value >= beta {
+                    if !tt_capture {
+                        self.update_quiet_stats(ply, tt_mv, stat_bonus(depth));
+                    }
+                    if prev.move_count <= 2
+                        && !prior_capture
+                        && !prev.null_move
+                        && !prev.current_move.is_none()
+                    {
+                        self.update_continuation(ply - 1, prev.cont_row, -stat_bonus(depth + 1));
+                    }
+                } else if !tt_capture {
+                    let penalty = -stat_bonus(depth);
+                    self.history.update_main(tt_mv, penalty);
+                    self.update_continuation(ply, cont_row(tt_mv), penalty);
+                }
+            }
+            return tt_value;
+        }
+
+        // Mate in one near the horizon (optional: see `SearchOptions::mate1`).
+        if self.options.mate1
+            && !in_check
+            && !root
+            && depth <= 2
+            && let Some(m) = super::mate::mate_in_one(&self.pos)
+        {
+            if PV {
+                self.pv[ply].push(m);
+            }
+            return mate_in(ply + 1);
+        }
+
+        // Static evaluation.
+        let static_eval;
+        let mut eval;
+        let improving;
+        if in_check {
+            static_eval = VALUE_NONE;
+            eval = VALUE_NONE;
+            improving = false;
+        } else {
+            if !excluded.is_none() {
+                static_eval = self.stack[f].static_eval;
+                eval = static_eval;
+            } else if let Some(e) = tte {
+                static_eval = if e.eval != VALUE_NONE { e.eval } else { self.evaluate() };
+                eval = static_eval;
+                if tt_value != VALUE_NONE
+                    && e.bound.has(if tt_value > eval { Bound::Lower } else { Bound::Upper })
+                {
+                    eval = tt_value;
+                }
+            } else {
+                static_eval = self.evaluate();
+                eval = static_eval;
+                self.tt.store(
+                    key,
+                    TtEntry {
+                        move16: 0,
+                        score: VALUE_NONE,
+                        eval: static_eval,
+                        depth: DEPTH_NONE,
+                        bound: Bound::None,
+                        pv: tt_pv,
+                    },
+                );
+            }
+            self.stack[f].static_eval = static_eval;
+            let two_back = self.stack[f - 2].static_eval;
+            let four_back = self.stack[f - 4].static_eval;
+            improving = if two_back != VALUE_NONE {
+                static_eval > two_back
+            } else {
+                four_back == VALUE_NONE || static_eval > four_back
+            };
+        }
+        if in_check {
+            self.stack[f].static_eval = VALUE_NONE;
+        }
+
+        if !in_check && !root && self.options.pruning {
+            // Razoring: far below alpha, see whether captures alone can make it up.
+            if !PV && !tmp_flag(1) && depth <= 3 && eval < alpha - 250 - 120 * depth * depth {
+                let v = self.qsearch::<false>(alpha - 1, alpha, 0, ply);
+                if v < alpha {
+                    return v;
+                }
+            }
+            // Reverse futility: far above beta, a quiet move will not drop below it.
+            if !PV && !tmp_flag(4) && depth < 9 && eval - futility_margin(depth, improving) >= beta && eval < MATE_IN_MAX_PLY
+            {
+                return eval;
+            }
+            // Null move: if passing still beats beta, a real move will too.
+            if !PV
+                && self.options.null_move
+                && excluded.is_none()
+                && !prev.null_move
+                && prev.stat_score < 23000
+                && eval >= beta
+                && eval >= static_eval
+                && static_eval >= beta - 25 * depth - 25 * improving as i32 + 80 * tt_pv as i32 + 160
+                && (ply as i32 >= self.nmp_min_ply || self.pos.side_to_move() != self.nmp_color)
+            {
+                let r = ((eval - beta) / 170).min(3) + depth / 3 + 4;
+                self.stack[f].current_move = Move::NONE;
+                self.stack[f].null_move = true;
+                self.stack[f].captured = false;
+                self.stack[f].cont_row = NO_ROW;
+                let d = self.do_null_move();
+                let null_value = -self.search::<false>(-beta, -beta + 1, depth - r, ply + 1, !cut_node);
+                self.undo_null_move(&d);
+                self.stack[f].null_move = false;
+                if self.stopped() {
+                    return 0;
+                }
+                if null_value >= beta {
+                    let v = if null_value >= MATE_IN_MAX_PLY { beta } else { null_value };
+                    if self.nmp_min_ply != 0 || depth < 14 {
+                        return v;
+                    }
+                    // Verification at high depth, without null moves for this side for a while.
+                    self.nmp_min_ply = ply as i32 + 3 * (depth - r) / 4;
+                    self.nmp_color = self.pos.side_to_move();
+                    let w = self.search::<false>(beta - 1, beta, depth - r, ply, false);
+                    self.nmp_min_ply = 0;
+                    if w >= beta {
+                        return v;
+                    }
+                }
+            }
+            // ProbCut: a good capture that beats beta by a margin in a reduced search
+            // most likely beats it in the full one.
+            let probcut_beta = beta + 180 - 50 * improving as i32;
+            if !PV
+                && depth > 4
+                && beta.abs() < MATE_IN_MAX_PLY
+                && !tte.is_some_and(|e| {
+                    e.depth >= depth - 3 && tt_value != VALUE_NONE && tt_value < probcut_beta
+                })
+            {
+                let mut mp = self.take_picker();
+                mp.init_probcut(&self.pos, tt_mv, probcut_beta - static_eval);
+                loop {
+                    let m = mp.next(&self.pos, &self.history);
+                    if m.is_none() {
+                        break;
+                    }
+                    if m == excluded {
+                        continue;
+                    }
+                    self.stack[f].current_move = m;
+                    self.stack[f].captured = true;
+                    self.stack[f].cont_row = cont_row(m);
+                    let d = self.do_move(m);
+                    let mut v = -self.qsearch::<false>(-probcut_beta, -probcut_beta + 1, 0, ply + 1);
+                    if v >= probcut_beta {
+                        v = -self.search::<false>(
+                            -probcut_beta,
+                            -probcut_beta + 1,
+                            depth - 4,
+                            ply + 1,
+                            !cut_node,
+                        );
+                    }
+                    self.undo_move(&d);
+                    if self.stopped() {
+                        self.give_picker(mp);
+                        return 0;
+                    }
+                    if v >= probcut_beta {
+                        self.give_picker(mp);
+                        self.tt.store(
+                            key,
+                            TtEntry {
+                                move16: m.to_move16(),
+                                score: score_to_tt(v, ply),
+                                eval: static_eval,
+                                depth: depth - 3,
+                                bound: Bound::Lower,
+                                pv: tt_pv,
+                            },
+                        );
+                        return v;
+                    }
+                }
+                self.give_picker(mp);
+            }
+        }
+
+        // Internal iterative reduction: without a TT move this node was not searched
+        // before, and a shallower search costs less and fills the table.
+        if !root && tt_mv.is_none() && self.options.pruning {
+            if PV {
+                depth -= 2;
+                if depth <= 0 {
+                    return self.qsearch::<PV>(alpha, beta, 0, ply);
+                }
+            } else if cut_node && depth >= 8 {
+                depth -= 1;
+            }
+        }
+
+        // The moves.
+        let cont_rows = [self.stack[f - 1].cont_row, self.stack[f - 2].cont_row, self.stack[f - 4].cont_row];
+        let counter = if prev.null_move { Move::NONE } else { self.history.counter_move(prev.cont_row) };
+        let mut mp = self.take_picker();
+        mp.init_main(&self.pos, tt_mv, depth, self.stack[f].killers, counter, cont_rows);
+        let discoverers = self.pos.discovered_check_candidates();
+        let original_alpha = alpha;
+        let mut best = -INFINITE;
+        let mut best_move = Move::NONE;
+        let mut move_count = 0;
+        let mut quiets_searched = [Move::NONE; 64];
+        let mut quiets_count = 0;
+        let mut captures_searched = [Move::NONE; 32];
+        let mut captures_count = 0;
+        let mut singular_quiet_lmr = false;
+        let mut root_index = 0;
+        loop {
+            let m = if root {
+                if root_index >= self.root_moves.len() {
+                    break;
+                }
+                root_index += 1;
+                self.root_moves[root_index - 1].mv
+            } else {
+                let m = mp.next(&self.pos, &self.history);
+                if m.is_none() {
+                    break;
+                }
+                m
+            };
+            if m == excluded {
+                continue;
+            }
+            move_count += 1;
+            self.stack[f].move_count = move_count;
+            let capture = is_capture(&self.pos, m);
+            let tactical = is_tactical(capture, m);
+            let gives_check = self.pos.gives_check_with(m, discoverers);
+            let row = cont_row(m);
+            let mut new_depth = depth - 1;
+
+            // Pruning at shallow depth, once a line that is not mated is known.
+            if !root && best > -MATE_IN_MAX_PLY && self.options.pruning {
+                let move_count_pruning = move_count >= futility_move_count(improving, depth);
+                if move_count_pruning && !tmp_flag(2) {
+                    mp.skip_quiets = true;
+                }
+                if move_count_pruning && tmp_flag(2) && !tactical && !gives_check {
+                    continue;
+                }
+                let lmr_depth = (new_depth - reduction(improving, depth, move_count)).max(0);
+                if tactical || gives_check {
+                    if capture
+                        && !gives_check
+                        && !in_check
+                        && lmr_depth < 6
+                        && static_eval + 80 + 110 * lmr_depth + captured_value(&self.pos, m) <= alpha
+                    {
+                        continue;
+                    }
+                    if !(tmp_flag(3) && gives_check) && !see_ge(&self.pos, m, -200 * depth) {
+                        continue;
+                    }
+                } else {
+                    if lmr_depth < 4 + (prev.stat_score > 0 || prev.move_count == 1) as i32
+                        && self.history.cont(cont_rows[0], row) < 0
+                        && self.history.cont(cont_rows[1], row) < 0
+                    {
+                        continue;
+                    }
+                    if !in_check && lmr_depth < 7 && static_eval + 230 + 140 * lmr_depth <= alpha {
+                        continue;
+                    }
+                    if !see_ge(&self.pos, m, -(29 - lmr_depth.min(18)) * lmr_depth * lmr_depth) {
+                        continue;
+                    }
+                }
+            }
+
+            // Extensions.
+            let mut extension = 0;
+            if !root
+                && depth >= 7
+                && m == tt_mv
+                && excluded.is_none()
+                && (ply as i32) < 2 * self.root_depth
+                && let Some(e) = tte
+                && tt_value != VALUE_NONE
+                && tt_value.abs() < MATE_IN_MAX_PLY
+                && e.bound.has(Bound::Lower)
+                && e.depth >= depth - 3
+            {
+                // Singular extension: is the TT move much better than every other move?
+                let singular_beta = tt_value - 2 * depth;
+                let singular_depth = (depth - 1) / 2;
+                self.stack[f].excluded = m;
+                let v = self.search::<false>(singular_beta - 1, singular_beta, singular_depth, ply, cut_node);
+                self.stack[f].excluded = Move::NONE;
+                if self.stopped() {
+                    self.give_picker(mp);
+                    return 0;
+                }
+                if v < singular_beta {
+                    extension = 1;
+                    singular_quiet_lmr = !tt_capture;
+                    if !PV && v < singular_beta - 80 && self.stack[f].double_extensions <= 6 {
+                        extension = 2;
+                    }
+                } else if singular_beta >= beta {
+                    // Multi-cut: another move beats beta as well.
+                    self.give_picker(mp);
+                    return singular_beta;
+                } else if tt_value >= beta {
+                    extension = -1;
+                }
+            } else if gives_check
+                && (ply as i32) < 2 * self.root_depth
+                && (discoverers.contains(m.from()) && !m.is_drop() || see_ge(&self.pos, m, 0))
+            {
+                // Checks that do not lose material; bounded by twice the iteration depth so
+                // that strings of checks still end.
+                extension = 1;
+            }
+            new_depth += extension;
+            self.stack[f].double_extensions = self.stack[f - 1].double_extensions + (extension == 2) as i32;
+
+            self.stack[f].current_move = m;
+            self.stack[f].captured = capture;
+            self.stack[f].cont_row = row;
+            // (A singular search at this node overwrote it.)
+            self.stack[f].move_count = move_count;
+            let delta = self.do_move(m);
+
+            let mut value;
+            let do_full_depth;
+            let mut did_lmr = false;
+            if depth >= 2 && move_count > 1 + root as i32 && self.options.lmr {
+                let mut r = reduction(improving, depth, move_count);
+                if (root || !PV) && depth > 10 && self.best_move_changes <= 2.0 {
+                    r += 1;
+                }
+                if tt_pv {
+                    r -= 2;
+                }
+                if singular_quiet_lmr {
+                    r -= 1;
+                }
+                if !tactical {
+                    if tt_capture {
+                        r += 1;
+                    }
+                    if cut_node {
+                        r += 2;
+                    }
+                    let stat = 2 * self.history.main(m)
+                        + self.history.cont(cont_rows[0], row)
+                        + self.history.cont(cont_rows[1], row)
+                        + self.history.cont(cont_rows[2], row)
+                        - 4000;
+                    self.stack[f].stat_score = stat;
+                    if stat >= -100 && prev.stat_score < -100 {
+                        r -= 1;
+                    } else if prev.stat_score >= -100 && stat < -100 {
+                        r += 1;
+                    }
+                    r -= stat / 14000;
+                } else {
+                    self.stack[f].stat_score = 0;
+                    if depth < 8 && move_count > 2 {
+                        r += 1;
+                    }
+                    if cut_node {
+                        r += 1;
+                    }
+                }
+                let d = (new_depth - r).clamp(1, new_depth.max(1));
+                value = -self.search::<false>(-(alpha + 1), -alpha, d, ply + 1, true);
+                do_full_depth = value > alpha && d < new_depth;
+                did_lmr = true;
+            } else {
+                self.stack[f].stat_score = 0;
+                value = -INFINITE;
+                do_full_depth = !PV || move_count > 1;
+            }
+            if do_full_depth {
+                value = -self.search::<false>(-(alpha + 1), -alpha, new_depth, ply + 1, !cut_node);
+                if did_lmr && !tactical {
+                    let bonus = if value > alpha { stat_bonus(new_depth) } else { -stat_bonus(new_depth) };
+                    self.update_continuation(ply, row, bonus);
+                }
+            }
+            if PV && (move_count == 1 || (value > alpha && (root || value < beta))) {
+                value = -self.search::<true>(-beta, -alpha, new_depth, ply + 1, false);
+            }
+            self.undo_move(&delta);
+            if self.stopped() {
+                self.give_picker(mp);
+                return 0;
+            }
+
+            if root {
+                let seldepth = self.seldepth;
+                let child_pv = self.pv[1].clone();
+                let rm =
+                    self.root_moves.iter_mut().find(|rm| rm.mv == m).expect("root moves hold every move");
+                rm.avg_score = if rm.avg_score == -INFINITE { value } else { (2 * value + rm.avg_score) / 3 };
+                if move_count == 1 || value > alpha {
+                    rm.score = value;
+                    rm.sel_depth = seldepth;
+                    rm.pv.clear();
+                    rm.pv.push(m);
+                    rm.pv.extend_from_slice(&child_pv);
+                    if move_count > 1 {
+                        self.best_move_changes += 1.0;
+                    }
+                } else {
+                    rm.score = -INFINITE;
+                }
+            }
+
+            if value > best {
+                best = value;
+                if value > alpha {
+                    best_move = m;
+                    if PV && !root {
+                        self.update_pv(ply, m);
+                    }
+                    if PV && value < beta {
+                        alpha = value;
+                    } else {
+                        break;
+                    }
+                }
+            }
+            if m != best_move {
+                if capture && captures_count < captures_searched.len() {
+                    captures_searched[captures_count] = m;
+                    captures_count += 1;
+                } else if !capture && quiets_count < quiets_searched.len() {
+                    quiets_searched[quiets_count] = m;
+                    quiets_count += 1;
+                }
+            }
+        }
+        self.give_picker(mp);
+
+        if move_count == 0 {
+            // No legal move (other than the excluded one): in shogi that loses, in check or not.
+            best = if excluded.is_none() { mated_in(ply) } else { alpha };
+        } else if !best_move.is_none() {
+            let bonus_best = stat_bonus(depth + 1);
+            let bonus_quiet = if best > beta + 90 { bonus_best } else { stat_bonus(depth) };
+            if !is_capture(&self.pos, best_move) {
+                self.update_quiet_stats(ply, best_move, bonus_quiet);
+                for &q in &quiets_searched[..quiets_count] {
+                    self.history.update_main(q, -bonus_quiet);
+                    self.update_continuation(ply, cont_row(q), -bonus_quiet);
+                }
+            } else {
+                let victim = self.pos.piece_on(best_move.to()).piece_type();
+                self.history.update_capture(best_move, victim, bonus_best);
+            }
+            // The previous move was refuted quickly: it was worse than it looked.
+            if !prior_capture
+                && !prev.null_move
+                && !prev.current_move.is_none()
+                && (prev.move_count == 1 || prev.current_move == prev.killers[0])
+            {
+                self.update_continuation(ply - 1, prev.cont_row, -bonus_best);
+            }
+            for &c in &captures_searched[..captures_count] {
+                let victim = self.pos.piece_on(c.to()).piece_type();
+                self.history.update_capture(c, victim, -bonus_best);
+            }
+        } else if (depth >= 3 || PV)
+            && !prior_capture
+            && !prev.null_move
+            && !prev.current_move.is_none()
+            && !root
+        {
+            // Every move failed low: the previous move was good; reward it.
+            self.update_continuation(ply - 1, prev.cont_row, stat_bonus(depth));
+        }
+
+        if excluded.is_none() {
+            let bound = if best >= beta {
+                Bound::Lower
+            } else if PV && !best_move.is_none() && best > original_alpha {
+                Bound::Exact
+            } else {
+                Bound::Upper
+            };
+            self.tt.store(
+                key,
+                TtEntry {
+                    move16: best_move.to_move16(),
+                    score: score_to_tt(best, ply),
+                    eval: if in_check { VALUE_NONE } else { static_eval },
+                    depth,
+                    bound,
+                    pv: tt_pv,
+                },
+            );
+        }
+        best
+    }
+
+    /// Quiescence search (`depth` ≤ 0 counts plies into it).
+    pub(super) fn qsearch<const PV: bool>(
+        &mut self,
+        mut alpha: i32,
+        beta: i32,
+        depth: i32,
+        ply: usize,
+    ) -> i32 {
+        if PV {
+            self.pv[ply].clear();
+            self.seldepth = self.seldepth.max(ply as i32 + 1);
+        }
+        if self.count_node_and_check_limits() {
+            return 0;
+        }
+        let f = ply + STACK_OFFSET;
+        let in_check = self.pos.in_check();
+        self.stack[f].in_check = in_check;
+        if let Some(s) = self.repetition_score() {
+            return s;
+        }
+        if ply >= MAX_PLY {
+            return if in_check { 0 } else { self.evaluate() };
+        }
+        let original_alpha = alpha;
+        let tt_depth = if in_check || depth >= 0 { 0 } else { -1 };
+        let key = self.pos.key();
+        let tte = self.tt.probe(key);
+        let tt_value = tte.map_or(VALUE_NONE, |e| score_from_tt(e.score, ply));
+        let tt_mv = tte.and_then(|e| tt_move(&self.pos, e.move16)).unwrap_or(Move::NONE);
+        let pv_hit = tte.is_some_and(|e| e.pv);
+        if !PV
+            && let Some(e) = tte
+            && e.depth >= tt_depth
+            && tt_value != VALUE_NONE
+            && e.bound.has(if tt_value >= beta { Bound::Lower } else { Bound::Upper })
+        {
+            return tt_value;
+        }
+
+        let static_eval;
+        let mut best;
+        let futility_base;
+        if in_check {
+            static_eval = VALUE_NONE;
+            best = -INFINITE;
+            futility_base = -INFINITE;
+        } else {
+            static_eval = match tte {
+                Some(e) if e.eval != VALUE_NONE => e.eval,
+                _ => self.evaluate(),
+            };
+            best = static_eval;
+            if let Some(e) = tte
+                && tt_value != VALUE_NONE
+                && e.bound.has(if tt_value > best { Bound::Lower } else { Bound::Upper })
+            {
+                best = tt_value;
+            }
+            if best >= beta {
+                if tte.is_none() {
+                    self.tt.store(
+                        key,
+                        TtEntry {
+                            move16: 0,
+                            score: score_to_tt(best, ply),
+                            eval: static_eval,
+                            depth: DEPTH_NONE,
+                            bound: Bound::Lower,
+                            pv: false,
+                        },
+                    );
+                }
+                return best;
+            }
+            if PV && best > alpha {
+                alpha = best;
+            }
+            futility_base = best + 140;
+        }
+        self.stack[f].static_eval = static_eval;
+
+        let prev = self.stack[f - 1];
+        let recapture =
+            (depth <= -5 && !prev.null_move && !prev.current_move.is_none()).then(|| prev.current_move.to());
+        let cont_rows = [self.stack[f - 1].cont_row, self.stack[f - 2].cont_row];
+        let mut mp = self.take_picker();
+        mp.init_qsearch(&self.pos, tt_mv, recapture);
+        let discoverers = self.pos.discovered_check_candidates();
+        let mut best_move = Move::NONE;
+        let mut quiet_evasions = 0;
+        loop {
+            let m = mp.next(&self.pos, &self.history);
+            if m.is_none() {
+                break;
+            }
+            let capture = is_capture(&self.pos, m);
+            let gives_check = self.pos.gives_check_with(m, discoverers);
+            if best > -MATE_IN_MAX_PLY && self.options.pruning {
+                if !gives_check && futility_base > -MATE_IN_MAX_PLY {
+                    let futility_value = futility_base + captured_value(&self.pos, m);
+                    if futility_value <= alpha {
+                        best = best.max(futility_value);
+                        continue;
+                    }
+                    if futility_base <= alpha && !see_ge(&self.pos, m, 1) {
+                        best = best.max(futility_base);
+                        continue;
+                    }
+                }
+                // After two quiet evasions, the rest (mostly drops in the way) are left out.
+                if quiet_evasions > 1 {
+                    break;
+                }
+                if !capture {
+                    let row = cont_row(m);
+                    if self.history.cont(cont_rows[0], row) < 0 && self.history.cont(cont_rows[1], row) < 0 {
+                        continue;
+                    }
+                }
+                if !see_ge(&self.pos, m, -90) {
+                    continue;
+                }
+            }
+            quiet_evasions += (in_check && !capture) as i32;
+            self.stack[f].current_move = m;
+            self.stack[f].captured = capture;
+            self.stack[f].null_move = false;
+            self.stack[f].cont_row = cont_row(m);
+            let d = self.do_move(m);
+            let value = -self.qsearch::<PV>(-beta, -alpha, depth - 1, ply + 1);
+            self.undo_move(&d);
+            if self.stopped() {
+                self.give_picker(mp);
+                return 0;
+            }
+            if value > best {
+                best = value;
+                if value > alpha {
+                    best_move = m;
+                    if PV {
+                        self.update_pv(ply, m);
+                    }
+                    if PV && value < beta {
+                        alpha = value;
+                    } else {
+                        break;
+                    }
+                }
+            }
+        }
+        self.give_picker(mp);
+        if in_check && best == -INFINITE {
+            return mated_in(ply);
+        }
+        let bound = if best >= beta {
+            Bound::Lower
+        } else if PV && best > original_alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        self.tt.store(
+            key,
+            TtEntry {
+                move16: best_move.to_move16(),
+                score: score_to_tt(best, ply),
+                eval: static_eval,
+                depth: tt_depth,
+                bound,
+                pv: pv_hit,
+            },
+        );
+        best
+    }
+}

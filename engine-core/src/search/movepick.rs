@@ -1,0 +1,547 @@
+//! Staged move ordering: moves are generated and scored only when the search gets to
+//! them, since most nodes are cut off after the first few moves.
+//!
+//! Main search: the TT move; captures that do not lose material by SEE (ordered by the
+//! captured value and the capture history); the two killers and the counter-move; quiet
+//! moves by history (butterfly plus continuation histories one, two and four plies
+//! back); the losing captures last. In check, every evasion, captures first. Quiescence:
+//! captures only (recaptures only, deep in quiescence), or every evasion in check.
+//! ProbCut: captures whose SEE reaches a threshold.
+//!
+//! Non-promotions of pawns, bishops and rooks that could promote are never generated
+//! below the root: the promoted piece moves at least as well and cannot be worse to
+//! have, so searching both would only double those subtrees.
+
+use super::history::{History, cont_row};
+use super::see::{captured_value, see_ge};
+use crate::eval::material::piece_value;
+use crate::rules::{Bitboard, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
+use std::mem::MaybeUninit;
+
+#[derive(Clone, Copy)]
+struct ScoredMove {
+    mv: Move,
+    score: i32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    MainTt,
+    CaptureInit,
+    GoodCapture,
+    Refutation,
+    QuietInit,
+    Quiet,
+    BadCapture,
+    EvasionTt,
+    EvasionInit,
+    Evasion,
+    ProbCutTt,
+    ProbCutInit,
+    ProbCut,
+    QsTt,
+    QsCaptureInit,
+    QsCapture,
+    Done,
+}
+
+/// True for a non-promoting pawn, bishop or rook move that could have promoted.
+#[inline]
+pub fn is_inferior_non_promotion(m: Move) -> bool {
+    if m.is_drop() || m.is_promotion() {
+        return false;
+    }
+    let piece = m.moved_piece();
+    let zone = Bitboard::promotion_zone(piece.color());
+    match piece.piece_type() {
+        PieceType::Pawn => zone.contains(m.to()),
+        PieceType::Bishop | PieceType::Rook => zone.contains(m.to()) || zone.contains(m.from()),
+        _ => false,
+    }
+}
+
+/// Does the move take a piece?
+#[inline]
+pub fn is_capture(pos: &Position, m: Move) -> bool {
+    !m.is_drop() && !pos.piece_on(m.to()).is_empty()
+}
+
+pub struct MovePicker {
+    stage: Stage,
+    tt_move: Move,
+    refutations: [Move; 3],
+    refutation_index: usize,
+    moves: [MaybeUninit<ScoredMove>; MAX_MOVES],
+    cur: usize,
+    end: usize,
+    /// Losing captures are moved to `0..bad_end` while the good ones are tried.
+    bad_end: usize,
+    depth: i32,
+    threshold: i32,
+    /// Quiescence: deep in it, only recaptures on this square.
+    recapture_square: Option<Square>,
+    /// Continuation rows of the moves one, two and four plies back.
+    cont_rows: [usize; 3],
+    /// Late-move pruning: skip the remaining quiet moves (captures still come).
+    pub skip_quiets: bool,
+}
+
+impl MovePicker {
+    /// A picker with no moves, on the heap: searches keep one per ply and re-initialise
+    /// it at every node, so the 4.8 KB move buffer is never copied or cleared.
+    pub fn boxed() -> Box<MovePicker> {
+        Box::new(MovePicker {
+            stage: Stage::Done,
+            tt_move: Move::NONE,
+            refutations: [Move::NONE; 3],
+            refutation_index: 0,
+            moves: [MaybeUninit::uninit(); MAX_MOVES],
+            cur: 0,
+            end: 0,
+            bad_end: 0,
+            depth: 0,
+            threshold: 0,
+            recapture_square: None,
+            cont_rows: [0; 3],
+            skip_quiets: false,
+        })
+    }
+
+    fn reset(&mut self, stage: Stage, tt_move: Move) {
+        self.stage = stage;
+        self.tt_move = tt_move;
+        self.refutations = [Move::NONE; 3];
+        self.refutation_index = 0;
+        self.cur = 0;
+        self.end = 0;
+        self.bad_end = 0;
+        self.depth = 0;
+        self.threshold = 0;
+        self.recapture_square = None;
+        self.cont_rows = [0; 3];
+        self.skip_quiets = false;
+    }
+
+    /// For the main search. `tt_move` must be legal in `pos` (or NONE).
+    pub fn init_main(
+        &mut self,
+        pos: &Position,
+        tt_move: Move,
+        depth: i32,
+        killers: [Move; 2],
+        counter: Move,
+        cont_rows: [usize; 3],
+    ) {
+        let in_check = pos.in_check();
+        let first = match (in_check, tt_move.is_none()) {
+            (true, false) => Stage::EvasionTt,
+            (true, true) => Stage::EvasionInit,
+            (false, false) => Stage::MainTt,
+            (false, true) => Stage::CaptureInit,
+        };
+        self.reset(first, tt_move);
+        self.depth = depth;
+        self.cont_rows = cont_rows;
+        self.refutations = [killers[0], killers[1], counter];
+    }
+
+    /// For quiescence. `tt_move` is used only if it is a capture (or in check).
+    pub fn init_qsearch(&mut self, pos: &Position, tt_move: Move, recapture_square: Option<Square>) {
+        if pos.in_check() {
+            let stage = if tt_move.is_none() { Stage::EvasionInit } else { Stage::EvasionTt };
+            self.reset(stage, tt_move);
+            return;
+        }
+        let usable = !tt_move.is_none()
+            && is_capture(pos, tt_move)
+            && recapture_square.is_none_or(|sq| tt_move.to() == sq);
+        let tt = if usable { tt_move } else { Move::NONE };
+        self.reset(if usable { Stage::QsTt } else { Stage::QsCaptureInit }, tt);
+        self.recapture_square = recapture_square;
+    }
+
+    /// For ProbCut: captures whose SEE is at least `threshold`.
+    pub fn init_probcut(&mut self, pos: &Position, tt_move: Move, threshold: i32) {
+        let usable = !tt_move.is_none() && is_capture(pos, tt_move) && see_ge(pos, tt_move, threshold);
+        let tt = if usable { tt_move } else { Move::NONE };
+        self.reset(if usable { Stage::ProbCutTt } else { Stage::ProbCutInit }, tt);
+        self.threshold = threshold;
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> ScoredMove {
+        debug_assert!(i < self.end);
+        // SAFETY: every index below `end` was written by `push` before `end` grew past it,
+        // and `cur`, `bad_end` only index below `end`.
+        unsafe { self.moves[i].assume_init() }
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, sm: ScoredMove) {
+        self.moves[i] = MaybeUninit::new(sm);
+    }
+
+    /// Appends the moves of a generator at `end`, leaving out inferior non-promotions
+    /// (and, when `keep_promotions_only`, every non-promotion that has a promotion).
+    fn append(&mut self, list: &MoveList, keep_promotions_only: bool) {
+        let mut last_promotion: Option<Move> = None;
+        for &m in list.iter() {
+            if is_inferior_non_promotion(m) {
+                continue;
+            }
+            if m.is_promotion() {
+                last_promotion = Some(m);
+            } else if keep_promotions_only
+                && let Some(p) = last_promotion
+                && !m.is_drop()
+                && p.from() == m.from()
+                && p.to() == m.to()
+            {
+                // Generators push the promotion right before the same move unpromoted.
+                continue;
+            }
+            let i = self.end;
+            self.set(i, ScoredMove { mv: m, score: 0 });
+            self.end += 1;
+        }
+    }
+
+    fn score_captures(&mut self, pos: &Position, history: &History) {
+        for i in self.cur..self.end {
+            let mut sm = self.get(i);
+            let m = sm.mv;
+            let victim = pos.piece_on(m.to()).piece_type();
+            let promotion_gain = if m.is_promotion() {
+                piece_value(m.moved_piece_after().piece_type()) - piece_value(m.moved_piece().piece_type())
+            } else {
+                0
+            };
+            sm.score = 6 * (captured_value(pos, m) + promotion_gain) + history.capture(m, victim);
+            self.set(i, sm);
+        }
+    }
+
+    fn score_quiets(&mut self, history: &History) {
+        let [r1, r2, r4] = self.cont_rows;
+        for i in self.cur..self.end {
+            let mut sm = self.get(i);
+            let m = sm.mv;
+            let row = cont_row(m);
+            sm.score =
+                history.main(m) + 2 * history.cont(r1, row) + history.cont(r2, row) + history.cont(r4, row);
+            self.set(i, sm);
+        }
+    }
+
+    fn score_evasions(&mut self, pos: &Position, history: &History) {
+        let r1 = self.cont_rows[0];
+        for i in self.cur..self.end {
+            let mut sm = self.get(i);
+            let m = sm.mv;
+            sm.score = if is_capture(pos, m) {
+                (1 << 28) + captured_value(pos, m) - piece_value(m.moved_piece().piece_type()) / 16
+            } else {
+                history.main(m) + history.cont(r1, cont_row(m))
+            };
+            self.set(i, sm);
+        }
+    }
+
+    /// Moves the best-scored move of `cur..end` to `cur` and returns it.
+    fn pick_best(&mut self) -> ScoredMove {
+        let mut best = self.cur;
+        let mut best_score = self.get(best).score;
+        for i in self.cur + 1..self.end {
+            let s = self.get(i).score;
+            if s > best_score {
+                best = i;
+                best_score = s;
+            }
+        }
+        let a = self.get(self.cur);
+        let b = self.get(best);
+        self.set(self.cur, b);
+        self.set(best, a);
+        self.cur += 1;
+        b
+    }
+
+    /// Sorts `cur..end` by descending score, moves scoring below `limit` only partly
+    /// (they are rarely reached).
+    fn partial_insertion_sort(&mut self, limit: i32) {
+        let (begin, end) = (self.cur, self.end);
+        let mut sorted_end = begin;
+        for p in begin + 1..end {
+            let tmp = self.get(p);
+            if tmp.score >= limit {
+                sorted_end += 1;
+                let moved = self.get(sorted_end);
+                self.set(p, moved);
+                let mut q = sorted_end;
+                while q != begin && self.get(q - 1).score < tmp.score {
+                    let prev = self.get(q - 1);
+                    self.set(q, prev);
+                    q -= 1;
+                }
+                self.set(q, tmp);
+            }
+        }
+    }
+
+    fn is_refutation(&self, m: Move) -> bool {
+        self.refutations.contains(&m)
+    }
+
+    /// The next move to search, or NONE when there are no more.
+    pub fn next(&mut self, pos: &Position, history: &History) -> Move {
+        loop {
+            match self.stage {
+                Stage::MainTt | Stage::EvasionTt | Stage::QsTt | Stage::ProbCutTt => {
+                    self.stage = match self.stage {
+                        Stage::MainTt => Stage::CaptureInit,
+                        Stage::EvasionTt => Stage::EvasionInit,
+                        Stage::QsTt => Stage::QsCaptureInit,
+                        _ => Stage::ProbCutInit,
+                    };
+                    return self.tt_move;
+                }
+                Stage::CaptureInit | Stage::QsCaptureInit | Stage::ProbCutInit => {
+                    let mut list = MoveList::new();
+                    pos.generate_captures(&mut list);
+                    self.cur = 0;
+                    self.end = 0;
+                    self.bad_end = 0;
+                    self.append(&list, self.stage != Stage::CaptureInit);
+                    self.score_captures(pos, history);
+                    self.stage = match self.stage {
+                        Stage::CaptureInit => Stage::GoodCapture,
+                        Stage::QsCaptureInit => Stage::QsCapture,
+                        _ => Stage::ProbCut,
+                    };
+                }
+                Stage::GoodCapture => {
+                    while self.cur < self.end {
+                        let sm = self.pick_best();
+                        if sm.mv == self.tt_move {
+                            continue;
+                        }
+                        if see_ge(pos, sm.mv, -69 * sm.score / 1024) {
+                            return sm.mv;
+                        }
+                        let i = self.bad_end;
+                        self.set(i, sm);
+                        self.bad_end += 1;
+                    }
+                    self.stage = Stage::Refutation;
+                    // Killers that are captures now, or are the TT move, are skipped.
+                    let tt = self.tt_move;
+                    for r in &mut self.refutations {
+                        if *r == tt || r.is_none() || is_capture(pos, *r) || !pos.is_legal(*r) {
+                            *r = Move::NONE;
+                        }
+                    }
+                    if self.refutations[2] == self.refutations[0]
+                        || self.refutations[2] == self.refutations[1]
+                    {
+                        self.refutations[2] = Move::NONE;
+                    }
+                }
+                Stage::Refutation => {
+                    while self.refutation_index < 3 {
+                        let m = self.refutations[self.refutation_index];
+                        self.refutation_index += 1;
+                        if !m.is_none() && !self.skip_quiets {
+                            return m;
+                        }
+                    }
+                    self.stage = Stage::QuietInit;
+                }
+                Stage::QuietInit => {
+                    if !self.skip_quiets {
+                        let mut list = MoveList::new();
+                        pos.generate_quiets(&mut list);
+                        self.cur = self.bad_end;
+                        self.end = self.bad_end;
+                        self.append(&list, false);
+                        self.score_quiets(history);
+                        self.partial_insertion_sort(-3000 * self.depth);
+                    } else {
+                        self.cur = self.bad_end;
+                        self.end = self.bad_end;
+                    }
+                    self.stage = Stage::Quiet;
+                }
+                Stage::Quiet => {
+                    while !self.skip_quiets && self.cur < self.end {
+                        let m = self.get(self.cur).mv;
+                        self.cur += 1;
+                        if m != self.tt_move && !self.is_refutation(m) {
+                            return m;
+                        }
+                    }
+                    self.stage = Stage::BadCapture;
+                    self.cur = 0;
+                    self.end = self.bad_end;
+                }
+                Stage::BadCapture => {
+                    if self.cur < self.end {
+                        let m = self.get(self.cur).mv;
+                        self.cur += 1;
+                        return m;
+                    }
+                    self.stage = Stage::Done;
+                }
+                Stage::EvasionInit => {
+                    let mut list = MoveList::new();
+                    pos.generate_legal(&mut list);
+                    self.cur = 0;
+                    self.end = 0;
+                    self.append(&list, false);
+                    self.score_evasions(pos, history);
+                    self.stage = Stage::Evasion;
+                }
+                Stage::Evasion => {
+                    while self.cur < self.end {
+                        let m = self.pick_best().mv;
+                        if m != self.tt_move {
+                            return m;
+                        }
+                    }
+                    self.stage = Stage::Done;
+                }
+                Stage::QsCapture => {
+                    while self.cur < self.end {
+                        let m = self.pick_best().mv;
+                        if m != self.tt_move && self.recapture_square.is_none_or(|sq| m.to() == sq) {
+                            return m;
+                        }
+                    }
+                    self.stage = Stage::Done;
+                }
+                Stage::ProbCut => {
+                    while self.cur < self.end {
+                        let m = self.pick_best().mv;
+                        if m != self.tt_move && see_ge(pos, m, self.threshold) {
+                            return m;
+                        }
+                    }
+                    self.stage = Stage::Done;
+                }
+                Stage::Done => return Move::NONE,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn all_moves(mp: &mut MovePicker, pos: &Position, h: &History) -> Vec<Move> {
+        let mut out = Vec::new();
+        loop {
+            let m = mp.next(pos, h);
+            if m.is_none() {
+                return out;
+            }
+            out.push(m);
+        }
+    }
+
+    /// The main picker yields every legal move once except inferior non-promotions,
+    /// whatever the TT move, killers and counter-move (legal or not) are.
+    #[test]
+    fn main_picker_yields_each_useful_legal_move_once() {
+        crate::rules::attacks::init();
+        let suite = crate::rules::random_walk::capture_heavy_suite(150, 11);
+        let h = History::new();
+        let mut pickers = 0;
+        for (n, pos) in suite.iter().enumerate() {
+            let legal: Vec<Move> = pos.legal_moves().iter().copied().collect();
+            let expected: HashSet<Move> =
+                legal.iter().copied().filter(|&m| !is_inferior_non_promotion(m)).collect();
+            let other = &suite[(n + 1) % suite.len()];
+            let foreign: Vec<Move> = other.legal_moves().iter().copied().collect();
+            let pick =
+                |i: usize, from: &[Move]| if from.is_empty() { Move::NONE } else { from[i % from.len()] };
+            for variant in 0..4 {
+                let tt = if variant % 2 == 0 { pick(n, &legal) } else { Move::NONE };
+                let killers = [pick(n + variant, &foreign), pick(n * 7 + 1, &legal)];
+                let counter = pick(n * 3 + variant, &legal);
+                let mut mp = MovePicker::boxed();
+                mp.init_main(pos, tt, 5, killers, counter, [0; 3]);
+                let got = all_moves(&mut mp, pos, &h);
+                let set: HashSet<Move> = got.iter().copied().collect();
+                assert_eq!(set.len(), got.len(), "a move came twice in {}", pos.to_sfen());
+                for m in &got {
+                    assert!(pos.is_legal(*m), "{m} illegal in {}", pos.to_sfen());
+                }
+                let mut want = expected.clone();
+                if !tt.is_none() {
+                    want.insert(tt);
+                }
+                for k in killers.iter().chain(std::iter::once(&counter)) {
+                    if !k.is_none() && legal.contains(k) && !is_capture(pos, *k) {
+                        want.insert(*k);
+                    }
+                }
+                assert_eq!(set, want, "in {}", pos.to_sfen());
+                if !tt.is_none() {
+                    assert_eq!(got[0], tt, "the TT move comes first");
+                }
+                pickers += 1;
+            }
+        }
+        assert!(pickers >= 600);
+    }
+
+    #[test]
+    fn skipping_quiets_still_yields_every_capture() {
+        crate::rules::attacks::init();
+        let suite = crate::rules::random_walk::capture_heavy_suite(60, 12);
+        let h = History::new();
+        for pos in suite.iter().filter(|p| !p.in_check()) {
+            let mut mp = MovePicker::boxed();
+            mp.init_main(pos, Move::NONE, 5, [Move::NONE; 2], Move::NONE, [0; 3]);
+            mp.skip_quiets = true;
+            let got: HashSet<Move> = all_moves(&mut mp, pos, &h).into_iter().collect();
+            let mut caps = MoveList::new();
+            pos.generate_captures(&mut caps);
+            let want: HashSet<Move> =
+                caps.iter().copied().filter(|&m| !is_inferior_non_promotion(m)).collect();
+            assert_eq!(got, want, "{}", pos.to_sfen());
+        }
+    }
+
+    #[test]
+    fn qsearch_picker_yields_captures_or_evasions() {
+        crate::rules::attacks::init();
+        let suite = crate::rules::random_walk::capture_heavy_suite(80, 13);
+        let h = History::new();
+        let mut in_check = 0;
+        for pos in &suite {
+            let mut mp = MovePicker::boxed();
+            mp.init_qsearch(pos, Move::NONE, None);
+            let got = all_moves(&mut mp, pos, &h);
+            if pos.in_check() {
+                in_check += 1;
+                let legal: HashSet<Move> =
+                    pos.legal_moves().iter().copied().filter(|&m| !is_inferior_non_promotion(m)).collect();
+                assert_eq!(got.iter().copied().collect::<HashSet<_>>(), legal);
+            } else {
+                assert!(got.iter().all(|&m| is_capture(pos, m)));
+                let mut caps = MoveList::new();
+                pos.generate_captures(&mut caps);
+                // Every capture square is covered, once per (from, to).
+                let squares: HashSet<(u32, Square)> =
+                    caps.iter().map(|m| (m.from().index() as u32, m.to())).collect();
+                let got_squares: HashSet<(u32, Square)> =
+                    got.iter().map(|m| (m.from().index() as u32, m.to())).collect();
+                assert_eq!(squares, got_squares);
+                assert_eq!(got_squares.len(), got.len());
+            }
+        }
+        assert!(in_check > 0);
+    }
+}

@@ -1,0 +1,422 @@
+//! One search thread: its own position, evaluation state, search stack and histories,
+//! and the iterative-deepening loop with aspiration windows. Threads share only the
+//! transposition table, the stop flag and their published node counts (Lazy SMP).
+
+use super::history::{History, NO_ROW};
+use super::limits::{Limits, SearchOptions};
+use super::movepick::MovePicker;
+use super::score::{INFINITE, MATE, MATE_IN_MAX_PLY, MAX_PLY, PERPETUAL_WIN, VALUE_NONE};
+use super::see::captured_value;
+use super::time::TimeManager;
+use super::tt::TranspositionTable;
+use crate::eval::{EvalState, Evaluator};
+use crate::rules::{Color, Move, MoveDelta, Position};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Frames before ply 0, so that "four plies back" is always a valid index.
+pub(super) const STACK_OFFSET: usize = 4;
+/// Repetitions are looked for this many plies back (game history included).
+const MAX_REPETITION_PLY: usize = 32;
+
+/// Per-ply search state.
+#[derive(Clone, Copy)]
+pub(super) struct Frame {
+    pub static_eval: i32,
+    pub current_move: Move,
+    /// The move played from this node was a null move.
+    pub null_move: bool,
+    /// It captured something.
+    pub captured: bool,
+    pub cont_row: usize,
+    pub excluded: Move,
+    pub killers: [Move; 2],
+    pub move_count: i32,
+    pub stat_score: i32,
+    pub in_check: bool,
+    pub tt_pv: bool,
+    pub double_extensions: i32,
+}
+
+impl Default for Frame {
+    fn default() -> Self {
+        Frame {
+            static_eval: VALUE_NONE,
+            current_move: Move::NONE,
+            null_move: false,
+            captured: false,
+            cont_row: NO_ROW,
+            excluded: Move::NONE,
+            killers: [Move::NONE; 2],
+            move_count: 0,
+            stat_score: 0,
+            in_check: false,
+            tt_pv: false,
+            double_extensions: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct RootMove {
+    pub mv: Move,
+    pub score: i32,
+    pub prev_score: i32,
+    pub avg_score: i32,
+    pub sel_depth: i32,
+    pub pv: Vec<Move>,
+}
+
+impl RootMove {
+    fn new(mv: Move) -> RootMove {
+        RootMove {
+            mv,
+            score: -INFINITE,
+            prev_score: -INFINITE,
+            avg_score: -INFINITE,
+            sel_depth: 0,
+            pv: vec![mv],
+        }
+    }
+}
+
+/// What the threads of one search share besides the table.
+pub(super) struct Shared {
+    pub stop: Arc<AtomicBool>,
+    /// Node counts published by each thread every few thousand nodes.
+    pub nodes: Vec<AtomicU64>,
+}
+
+/// A finished iteration, as the main thread reports it.
+pub(super) struct Iteration {
+    pub depth: i32,
+    pub seldepth: i32,
+    pub score: i32,
+    pub pv: Vec<Move>,
+}
+
+pub(super) struct SearchThread {
+    pub id: usize,
+    pub evaluator: Arc<Evaluator>,
+    pub tt: Arc<TranspositionTable>,
+    pub shared: Arc<Shared>,
+    pub options: SearchOptions,
+    pub limits: Limits,
+    pub time: TimeManager,
+    pub pos: Position,
+    pub estate: EvalState,
+    /// Keys and in-check flags of the game so far plus the current search path.
+    pub keys: Vec<u64>,
+    pub checks: Vec<bool>,
+    pub stack: Vec<Frame>,
+    pub history: History,
+    /// Move pickers to reuse (a LIFO pool: a node takes one and gives it back).
+    pub pickers: Vec<Box<MovePicker>>,
+    pub pv: Vec<Vec<Move>>,
+    pub nodes: u64,
+    pub seldepth: i32,
+    pub root_depth: i32,
+    pub completed_depth: i32,
+    pub root_moves: Vec<RootMove>,
+    pub best_move_changes: f64,
+    /// Null-move verification: no null move for `nmp_color` before this ply.
+    pub nmp_min_ply: i32,
+    pub nmp_color: Color,
+    /// Nodes of the other threads at the last look (main thread, node limits).
+    others_nodes: u64,
+}
+
+impl SearchThread {
+    pub fn new(
+        id: usize,
+        evaluator: Arc<Evaluator>,
+        tt: Arc<TranspositionTable>,
+        shared: Arc<Shared>,
+    ) -> SearchThread {
+        let pos = Position::startpos();
+        let estate = evaluator.new_state(&pos);
+        SearchThread {
+            id,
+            evaluator,
+            tt,
+            shared,
+            options: SearchOptions::default(),
+            limits: Limits::default(),
+            time: TimeManager::new(Instant::now(), Limits::default()),
+            pos,
+            estate,
+            keys: vec![pos.key()],
+            checks: vec![pos.in_check()],
+            stack: vec![Frame::default(); MAX_PLY + STACK_OFFSET + 4],
+            history: History::new(),
+            pickers: Vec::new(),
+            pv: vec![Vec::new(); MAX_PLY + 2],
+            nodes: 0,
+            seldepth: 0,
+            root_depth: 1,
+            completed_depth: 0,
+            root_moves: Vec::new(),
+            best_move_changes: 0.0,
+            nmp_min_ply: 0,
+            nmp_color: Color::Black,
+            others_nodes: 0,
+        }
+    }
+
+    /// Sets the game: a start position and the moves played (for repetition detection).
+    pub fn set_position(&mut self, start: &Position, moves: &[Move]) {
+        self.pos = *start;
+        self.keys.clear();
+        self.checks.clear();
+        self.keys.push(start.key());
+        self.checks.push(start.in_check());
+        for &m in moves {
+            self.pos.do_move(m);
+            self.keys.push(self.pos.key());
+            self.checks.push(self.pos.in_check());
+        }
+        self.estate = self.evaluator.new_state(&self.pos);
+    }
+
+    /// Copies another thread's game (same position, history and evaluation state).
+    pub fn copy_position(&mut self, from: &SearchThread) {
+        self.pos = from.pos;
+        self.keys.clone_from(&from.keys);
+        self.checks.clone_from(&from.checks);
+        self.estate.clone_from(&from.estate);
+    }
+
+    pub fn clear_heuristics(&mut self) {
+        self.history.clear();
+        self.stack.iter_mut().for_each(|f| *f = Frame::default());
+    }
+
+    #[inline]
+    pub fn take_picker(&mut self) -> Box<MovePicker> {
+        self.pickers.pop().unwrap_or_else(MovePicker::boxed)
+    }
+
+    #[inline]
+    pub fn give_picker(&mut self, p: Box<MovePicker>) {
+        self.pickers.push(p);
+    }
+
+    #[inline]
+    pub fn do_move(&mut self, m: Move) -> MoveDelta {
+        let d = self.pos.do_move(m);
+        self.tt.prefetch(self.pos.key());
+        self.evaluator.do_move(&mut self.estate, &d, &self.pos);
+        self.keys.push(self.pos.key());
+        self.checks.push(self.pos.in_check());
+        d
+    }
+
+    #[inline]
+    pub fn undo_move(&mut self, d: &MoveDelta) {
+        self.keys.pop();
+        self.checks.pop();
+        self.evaluator.undo_move(&mut self.estate, d);
+        self.pos.undo_move(d);
+    }
+
+    pub fn do_null_move(&mut self) -> MoveDelta {
+        let d = self.pos.do_null_move();
+        self.keys.push(self.pos.key());
+        self.checks.push(false);
+        d
+    }
+
+    pub fn undo_null_move(&mut self, d: &MoveDelta) {
+        self.keys.pop();
+        self.checks.pop();
+        self.pos.undo_null_move(d);
+    }
+
+    #[inline]
+    pub fn evaluate(&self) -> i32 {
+        self.evaluator.evaluate(&self.estate, &self.pos).eval.clamp(-MATE_IN_MAX_PLY + 1, MATE_IN_MAX_PLY - 1)
+    }
+
+    /// Score of a repetition of the current position within the game or search, if any.
+    pub fn repetition_score(&self) -> Option<i32> {
+        let n = self.keys.len() - 1;
+        if n < 4 {
+            return None;
+        }
+        let key = self.keys[n];
+        let oldest = n.saturating_sub(MAX_REPETITION_PLY);
+        // The same side is to move every two plies, and no position recurs within two.
+        let mut i = n - 4;
+        loop {
+            if self.keys[i] == key {
+                // Positions i+1..=n: those with the current side to move were reached by
+                // the opponent's moves.
+                let them_all_checks =
+                    (i + 1..=n).filter(|&k| (n - k).is_multiple_of(2)).all(|k| self.checks[k]);
+                let us_all_checks = (i + 1..=n).filter(|&k| (n - k) % 2 == 1).all(|k| self.checks[k]);
+                return Some(if them_all_checks {
+                    PERPETUAL_WIN
+                } else if us_all_checks {
+                    -PERPETUAL_WIN
+                } else {
+                    0
+                });
+            }
+            if i < oldest + 2 {
+                return None;
+            }
+            i -= 2;
+        }
+    }
+
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+    }
+
+    /// Counts a node and, on the main thread, checks the node and time limits.
+    #[inline]
+    pub fn count_node_and_check_limits(&mut self) -> bool {
+        self.nodes += 1;
+        if self.nodes & 1023 == 0 {
+            self.shared.nodes[self.id].store(self.nodes, Ordering::Relaxed);
+            if self.id == 0 {
+                self.others_nodes = self.shared.nodes[1..].iter().map(|n| n.load(Ordering::Relaxed)).sum();
+                if self.time.hard_limit_reached() {
+                    self.shared.stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        if self.id == 0
+            && let Some(max) = self.limits.nodes
+            && self.nodes + self.others_nodes >= max
+        {
+            self.shared.stop.store(true, Ordering::Relaxed);
+        }
+        self.stopped()
+    }
+
+    /// Nodes of all threads, as far as published (exact for this thread).
+    pub fn total_nodes(&self) -> u64 {
+        self.nodes
+            + self
+                .shared
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != self.id)
+                .map(|(_, n)| n.load(Ordering::Relaxed))
+                .sum::<u64>()
+    }
+
+    /// Fills `root_moves` with every legal move (inferior non-promotions included):
+    /// `first` (a TT move) first, then captures by value, then the rest.
+    pub fn init_root_moves(&mut self, first: Option<Move>) {
+        let list = self.pos.legal_moves();
+        let mut moves: Vec<(i32, Move)> = list
+            .iter()
+            .map(|&m| (if Some(m) == first { INFINITE } else { captured_value(&self.pos, m) }, m))
+            .collect();
+        moves.sort_by_key(|&(s, _)| std::cmp::Reverse(s));
+        self.root_moves = moves.into_iter().map(|(_, m)| RootMove::new(m)).collect();
+    }
+
+    /// Iterative deepening until the depth limit or a stop; the main thread calls
+    /// `report` after each finished iteration and decides when to stop.
+    pub fn iterate(&mut self, mut report: impl FnMut(&SearchThread, &Iteration)) {
+        let main = self.id == 0;
+        let max_depth = self.limits.depth.unwrap_or(MAX_PLY as i32 - 10).clamp(1, MAX_PLY as i32 - 10);
+        self.completed_depth = 0;
+        self.best_move_changes = 0.0;
+        self.nmp_min_ply = 0;
+        self.stack.iter_mut().for_each(|f| {
+            f.excluded = Move::NONE;
+            f.double_extensions = 0;
+        });
+        let mut last_best_move = Move::NONE;
+        let mut last_best_move_depth = 0;
+        let mut iteration_scores = [self.root_moves[0].avg_score; 4];
+        let mut previous_time_reduction = 1.0;
+        for depth in 1..=max_depth {
+            if self.stopped() {
+                break;
+            }
+            if main {
+                self.best_move_changes *= 0.5;
+            }
+            self.root_depth = depth;
+            self.seldepth = 0;
+            for rm in &mut self.root_moves {
+                rm.prev_score = rm.score;
+            }
+            let previous = self.root_moves[0].avg_score;
+            let (mut alpha, mut beta, mut delta) = if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY {
+                let delta = 16 + previous.abs() / 64;
+                ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
+            } else {
+                (-INFINITE, INFINITE, INFINITE)
+            };
+            let mut failed_high = 0;
+            loop {
+                let adjusted = (depth - failed_high).max(1);
+                let score = self.search::<true>(alpha, beta, adjusted, 0, false);
+                // Moves that failed low keep their old order behind the best one.
+                self.root_moves.sort_by_key(|rm| std::cmp::Reverse(rm.score));
+                if self.stopped() {
+                    break;
+                }
+                if score <= alpha {
+                    beta = (alpha + beta) / 2;
+                    alpha = (score - delta).max(-INFINITE);
+                    failed_high = 0;
+                } else if score >= beta {
+                    beta = (score + delta).min(INFINITE);
+                    failed_high += 1;
+                } else {
+                    break;
+                }
+                delta += delta / 4 + 5;
+            }
+            if self.stopped() {
+                break;
+            }
+            self.completed_depth = depth;
+            let best = &self.root_moves[0];
+            if best.mv != last_best_move {
+                last_best_move = best.mv;
+                last_best_move_depth = depth;
+            }
+            let score = best.score;
+            if main {
+                let it = Iteration { depth, seldepth: best.sel_depth, score, pv: best.pv.clone() };
+                report(self, &it);
+            }
+            if score.abs() >= MATE_IN_MAX_PLY && depth >= MATE - score.abs() {
+                if main {
+                    self.shared.stop.store(true, Ordering::Relaxed);
+                }
+                break;
+            }
+            if main {
+                // Use more of the time when the best move keeps changing or the score
+                // falls, less when the best move has been the same for many iterations.
+                let falling =
+                    ((66 + 12 * (previous - score) + 6 * (iteration_scores[depth as usize % 4] - score))
+                        as f64
+                        / 800.0)
+                        .clamp(0.5, 1.5);
+                let time_reduction = if last_best_move_depth + 9 < depth { 1.9 } else { 0.95 };
+                let reduction = (1.47 + previous_time_reduction) / (2.32 * time_reduction);
+                previous_time_reduction = time_reduction;
+                let instability = 1.0 + 1.7 * self.best_move_changes;
+                iteration_scores[depth as usize % 4] = score;
+                if self.time.iteration_should_stop(falling * reduction * instability) {
+                    self.shared.stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+        self.shared.nodes[self.id].store(self.nodes, Ordering::Relaxed);
+    }
+}
