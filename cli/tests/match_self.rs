@@ -221,21 +221,22 @@ fn match_sprt_self() {
 #[cfg(unix)]
 #[test]
 fn match_sprt_stops_when_decided() {
-    // engine2 resigns every game: every pair is 2-0 for engine1. For [0, 5] the LLR is
-    // 1.92 after one pair and 7.65 after two (engine_core::play::sprt's tests), so the
-    // match stops after 4 of at most 20 games with H1 accepted.
+    // engine2 resigns every game: every pair is 2-0 for engine1. The LLR is past the
+    // upper bound from the second pair on, but the test decides nothing before 20 pairs
+    // (engine_core::play::sprt::MIN_PAIRS), so the match stops after 40 of at most 60 games
+    // with H1 accepted and LLR 762.27 (20.005 weighted pairs, μ ≈ 0.99988).
     let tmp = temp_dir("match-sprt-stop");
     let resigner = fake_engine(tmp.path(), "resign");
     let v = run_match(
-        &["--engine1", "self", "--engine2", &resigner, "--games", "20", "--nodes", "100", "--sprt", "0,5"],
+        &["--engine1", "self", "--engine2", &resigner, "--games", "60", "--nodes", "100", "--sprt", "0,5"],
         &tmp.path().join("records"),
     );
-    assert_eq!(v["games"], 4, "{v}");
-    assert_eq!(v["wins"], 4);
-    assert_eq!(v["pentanomial"], serde_json::json!([0, 0, 0, 0, 2]));
+    assert_eq!(v["games"], 40, "{v}");
+    assert_eq!(v["wins"], 40);
+    assert_eq!(v["pentanomial"], serde_json::json!([0, 0, 0, 0, 20]));
     assert_eq!(v["sprt"]["result"], "H1 accepted");
-    assert_eq!(v["sprt"]["decided_after_pairs"], 2);
-    assert!((v["sprt"]["llr"].as_f64().unwrap() - 7.651_163_918_675_739).abs() < 1e-9, "{v}");
+    assert_eq!(v["sprt"]["decided_after_pairs"], 20);
+    assert!((v["sprt"]["llr"].as_f64().unwrap() - 762.269_454_845_742_9).abs() < 1e-6, "{v}");
     assert_eq!(v["engine2"], "fake-resign");
 }
 

@@ -117,7 +117,7 @@ fn check_random_games(eval: &Evaluator, also: Option<&Evaluator>, games: usize, 
             eval.do_move(&mut state, &d, &pos);
             stats[1] += (d.moved.piece_type() == PieceType::King) as u64;
             stats[2] += d.is_capture() as u64;
-            let incremental = eval.evaluate(&state, &pos);
+            let incremental = eval.evaluate(&mut state, &pos);
             assert_eq!(incremental, eval.evaluate_full(&pos), "game {game} after {m} at {}", pos.to_sfen());
             if let (Some(e), Some(s)) = (also, other.as_mut()) {
                 e.do_move(s, &d, &pos);
@@ -140,9 +140,9 @@ fn check_random_games(eval: &Evaluator, also: Option<&Evaluator>, games: usize, 
                 e.undo_move(s, &d);
             }
             pos.undo_move(&d);
-            let v = eval.evaluate(&state, &pos);
+            let v = eval.evaluate(&mut state, &pos);
             assert_eq!(v, eval.evaluate_full(&pos), "game {game} after undo");
-            if let (Some(e), Some(s)) = (also, other.as_ref()) {
+            if let (Some(e), Some(s)) = (also, other.as_mut()) {
                 assert_eq!(e.evaluate(s, &pos), v, "equivalent evaluator differs after undo");
             }
         }
@@ -209,4 +209,56 @@ fn pruning_zero_weights_changes_no_value() {
         let [positions, ..] = check_random_games(&full, Some(&small), 150, 77);
         assert!(positions > 15_000, "{name}");
     }
+}
+
+/// The KPPT sums are computed lazily: a position evaluated only now and then, after
+/// moves made from positions never evaluated and undone again (as a search does),
+/// still has the value of a full recomputation.
+#[test]
+fn lazy_evaluation_with_skipped_positions_equals_full() {
+    let tables = Arc::new(KpptTables::random(11, 3000));
+    let eval = Evaluator::with_kppt(tables);
+    let mut rng = Rng(99);
+    let (mut checked, mut skipped) = (0u32, 0u32);
+    for game in 0..60 {
+        let mut pos = Position::startpos();
+        let mut state = eval.new_state(&pos);
+        for ply in 0..140 {
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            // A small "search": try a few moves and undo them, evaluating some of the
+            // positions reached (one in three), before playing on.
+            for _ in 0..(rng.next() % 4) {
+                let m = moves[(rng.next() % moves.len() as u64) as usize];
+                let d = pos.do_move(m);
+                eval.do_move(&mut state, &d, &pos);
+                if rng.next().is_multiple_of(3) {
+                    assert_eq!(
+                        eval.evaluate(&mut state, &pos),
+                        eval.evaluate_full(&pos),
+                        "game {game} ply {ply} try {m}"
+                    );
+                    checked += 1;
+                }
+                eval.undo_move(&mut state, &d);
+                pos.undo_move(&d);
+            }
+            let m = moves[(rng.next() % moves.len() as u64) as usize];
+            let d = pos.do_move(m);
+            eval.do_move(&mut state, &d, &pos);
+            if rng.next().is_multiple_of(4) {
+                assert_eq!(
+                    eval.evaluate(&mut state, &pos),
+                    eval.evaluate_full(&pos),
+                    "game {game} after {m}"
+                );
+                checked += 1;
+            } else {
+                skipped += 1;
+            }
+        }
+    }
+    assert!(checked > 3000 && skipped > 3000, "{checked} checked, {skipped} skipped");
 }

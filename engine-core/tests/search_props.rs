@@ -135,3 +135,33 @@ fn shallow_searches_stay_small_in_check_heavy_positions() {
         eprintln!("depth {depth}: at most {max} nodes");
     }
 }
+
+/// Lazy SMP: with two threads every best move and PV head is legal, and a depth-limited
+/// search ends by itself having completed its depth.
+#[test]
+fn two_thread_searches_give_legal_moves() {
+    engine_core::rules::attacks::init();
+    let suite = engine_core::rules::random_walk::capture_heavy_suite(120, 0x534d_5032);
+    let mut s = searcher();
+    s.set_threads(2);
+    let mut completed = 0;
+    for (i, pos) in suite.iter().enumerate() {
+        s.set_position(pos, &[]);
+        let limits = if i % 2 == 0 { Limits::depth(5) } else { Limits::nodes(30_000) };
+        let r = s.go(limits, |_| {});
+        if !pos.has_legal_move() {
+            assert!(r.best_move.is_none());
+            continue;
+        }
+        if r.declare_win {
+            continue;
+        }
+        assert!(pos.is_legal(r.best_move), "{} illegal in {}", r.best_move, pos.to_sfen());
+        assert!(r.pv.first().is_none_or(|&m| pos.is_legal(m)));
+        if i % 2 == 0 && r.score.abs() < engine_core::search::MATE_IN_MAX_PLY {
+            assert_eq!(r.depth, 5, "{}", pos.to_sfen());
+            completed += 1;
+        }
+    }
+    assert!(completed > 30, "{completed}");
+}

@@ -41,8 +41,15 @@ fn to_teacher(psvs: &[PackedSfenValue]) -> Vec<TeacherRecord> {
         .collect()
 }
 
-fn searchers(ev: &Arc<Evaluator>, threads: usize) -> Vec<gensfen::Worker> {
-    (0..threads.max(1)).map(|_| gensfen::Worker::new(ev.clone(), 16)).collect()
+/// One searcher per game played at once: `threads` games in parallel when the shard has
+/// that many, else fewer games each searched by several threads (Lazy SMP), so that a
+/// shard of one deep game still uses every core. One thread per search (the usual case,
+/// and always in deterministic runs with one thread) keeps the output reproducible.
+fn searchers(ev: &Arc<Evaluator>, threads: usize, games: usize) -> Vec<gensfen::Worker> {
+    let threads = threads.max(1);
+    let parallel = threads.min(games.max(1));
+    let per_search = threads / parallel;
+    (0..parallel).map(|_| gensfen::Worker::with_search_threads(ev.clone(), 16, per_search)).collect()
 }
 
 /// Runs a lease on `threads` threads. `progress` counts positions as they are produced.
@@ -71,7 +78,7 @@ pub fn run(
                 seed: s.seed,
                 ..GensfenConfig::default()
             };
-            let mut workers = searchers(evaluator, threads);
+            let mut workers = searchers(evaluator, threads, s.games as usize);
             let (psvs, st) = run_selfplay(&mut workers, &cfg, &openings, s.games as u64, Vec::new(), |st| {
                 progress.store(st.positions_written, Ordering::Relaxed)
             })
@@ -95,7 +102,7 @@ pub fn run(
                 },
                 ..GensfenConfig::default()
             };
-            let mut workers = searchers(evaluator, threads);
+            let mut workers = searchers(evaluator, threads, games.len());
             let (psvs, st) = run_records(&mut workers, &cfg, &games, Vec::new(), |st| {
                 progress.store(st.positions_written, Ordering::Relaxed)
             })

@@ -1,7 +1,7 @@
 use super::{CommandResult, parse_position};
 use clap::{Args, Subcommand};
-use engine_core::search::bench::DEFAULT_BENCH_DEPTH;
 use engine_core::rules::perft::perft;
+use engine_core::search::bench::DEFAULT_BENCH_DEPTH;
 use std::process::ExitCode;
 use std::time::Instant;
 

@@ -79,7 +79,8 @@ pub fn run(
         depths.push(r.depth);
     }
     let n = positions.len() as f64;
-    let (mean_depth, mean_seldepth, nps) = (depth_sum as f64 / n, seldepth_sum as f64 / n, nodes as f64 / secs);
+    let (mean_depth, mean_seldepth, nps) =
+        (depth_sum as f64 / n, seldepth_sum as f64 / n, nodes as f64 / secs);
     depths.sort_unstable();
     if json {
         println!(

@@ -87,7 +87,7 @@ fn time_updates(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, Vec<f64>, i64) {
         for &m in g {
             let d = pos.do_move(m);
             eval.do_move(&mut state, &d, &pos);
-            checksum += eval.evaluate(&state, &pos).eval as i64;
+            checksum += eval.evaluate(&mut state, &pos).eval as i64;
             moves += 1;
         }
         secs.push(start.elapsed().as_secs_f64());

@@ -78,9 +78,13 @@ pub struct GensfenArgs {
     /// A pattern file added to the evaluation.
     #[arg(long)]
     patterns: Option<PathBuf>,
-    /// Worker threads; the output does not depend on it.
+    /// Games played at once (one worker thread each); the output does not depend on it.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Threads per search (Lazy SMP over the worker's table), for deep teachers with few
+    /// games; above 1 the output is no longer reproducible.
+    #[arg(long, default_value_t = 1)]
+    search_threads: usize,
     /// Transposition table per thread, MiB (part of the reproducibility key).
     #[arg(long, default_value_t = 16)]
     hash: usize,
@@ -121,8 +125,8 @@ pub fn run(args: GensfenArgs) -> CommandResult {
     if args.eval_limit < 1 {
         return Err(format!("--eval-limit {}: give a positive limit (e.g. 3000)", args.eval_limit));
     }
-    if args.threads == 0 {
-        return Err("--threads 0: give at least 1".into());
+    if args.threads == 0 || args.search_threads == 0 {
+        return Err("--threads and --search-threads: give at least 1".into());
     }
     if args.random_moves > 0 && args.random_min_ply > args.random_max_ply {
         return Err(format!(
@@ -196,6 +200,7 @@ pub fn run(args: GensfenArgs) -> CommandResult {
         "patterns": args.patterns.as_ref().map(|p| p.display().to_string()),
         "hash_mib": args.hash,
         "threads": args.threads,
+        "search_threads": args.search_threads,
     });
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("--out: cannot create {}: {e}", dir.display()))?;
@@ -204,8 +209,9 @@ pub fn run(args: GensfenArgs) -> CommandResult {
         ShardWriter::create(&args.out, ShardSettings { zstd_level: args.zstd_level, eval_id, settings })
             .map_err(|e| e.to_string())?;
 
-    let mut workers: Vec<Worker> =
-        (0..args.threads).map(|_| Worker::new(evaluator.clone(), args.hash)).collect();
+    let mut workers: Vec<Worker> = (0..args.threads)
+        .map(|_| Worker::with_search_threads(evaluator.clone(), args.hash, args.search_threads))
+        .collect();
     let bar = ProgressBar::new(games).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} games {elapsed_precise} {msg}")
             .expect("valid template"),

@@ -80,7 +80,8 @@ pub struct MatchArgs {
     /// Sequential probability ratio test over game pairs: H0 "engine1 is ELO0 stronger"
     /// against H1 "ELO1 stronger" (logistic Elo, ELO0 < ELO1), false-positive rate ALPHA and
     /// false-negative rate BETA (both 0.05 by default). The match stops starting pairs when
-    /// the LLR leaves its bounds; games already running finish and are counted.
+    /// the LLR leaves its bounds (never before 20 pairs); games already running finish and
+    /// are counted.
     #[arg(long, value_name = "ELO0,ELO1[,ALPHA,BETA]", value_parser = Sprt::parse, allow_hyphen_values = true)]
     sprt: Option<Sprt>,
     /// A game reaching this many plies (opening moves included) is a draw.
@@ -848,7 +849,8 @@ mod tests {
 
     #[test]
     fn tally_pairs_games_and_decides_once() {
-        let test = Sprt::new(0.0, 5.0, 0.05, 0.05).unwrap();
+        // A test that may decide from the first pair, to keep the example small.
+        let test = Sprt { min_pairs: 1, ..Sprt::new(0.0, 5.0, 0.05, 0.05).unwrap() };
         let mut t = Tally::default();
         // Games finish out of order; a pair counts when both of its games are in.
         assert!(!t.add(1, Some(true), None, Some(&test)));

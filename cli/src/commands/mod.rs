@@ -1,6 +1,6 @@
 pub mod bench;
-pub mod bench_depth;
 mod bench_coordinator;
+pub mod bench_depth;
 mod bench_eval;
 mod bench_learn;
 mod bench_mate;

@@ -28,9 +28,14 @@ pub struct Evaluator {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
     kppt: KpptSum,
+    /// `kppt` is computed lazily, when the position is evaluated or a move is made from
+    /// it: a search never pays for the KPPT update of a node it cuts off before either.
+    kppt_ready: bool,
     material: i32,
     patterns: PatternSums,
     changed: ChangedPieces,
+    /// The colour whose king the move that led here moved, if any.
+    moved_king: Option<Color>,
 }
 
 /// Per-game incremental state: the piece list and one entry per ply.
@@ -57,7 +62,14 @@ impl Evaluator {
             _ => KpptSum::default(),
         };
         let patterns = self.patterns.as_ref().map_or(PatternSums::default(), |p| p.compute(pos));
-        Entry { kppt, material: material(pos), patterns, changed: ChangedPieces::default() }
+        Entry {
+            kppt,
+            kppt_ready: true,
+            material: material(pos),
+            patterns,
+            changed: ChangedPieces::default(),
+            moved_king: None,
+        }
     }
 
     pub fn new_state(&self, pos: &Position) -> EvalState {
@@ -66,21 +78,28 @@ impl Evaluator {
         EvalState { list, stack: vec![entry] }
     }
 
-    /// Updates `state` after `delta` was played; `after` is the new position. Debug
-    /// builds check the result against a full recomputation.
+    /// Updates `state` after `delta` was played; `after` is the new position. Material and
+    /// patterns are updated now, KPPT when needed (see [`Evaluator::prepare`]).
     pub fn do_move(&self, state: &mut EvalState, delta: &MoveDelta, after: &Position) {
+        // The previous position must have its sums before the list changes: the new
+        // position's are computed from them.
+        let moved_king =
+            (delta.moved.piece_type() == crate::rules::PieceType::King).then(|| delta.moved.color());
+        let mut kings = [after.king_square(Color::Black), after.king_square(Color::White)];
+        if let (Some(c), Some(from)) = (moved_king, delta.from) {
+            kings[c.index()] = Some(from);
+        }
+        self.prepare_with_kings(state, kings);
         let changed = state.list.apply(delta, after);
         let prev = *state.stack.last().expect("state has a root entry");
         let mut entry = Entry {
             kppt: prev.kppt,
+            kppt_ready: self.kppt.is_none(),
             material: prev.material + material_delta(delta),
             patterns: prev.patterns,
             changed,
+            moved_king,
         };
-        let kings = (after.king_square(Color::Black), after.king_square(Color::White));
-        if let (Some(t), (Some(bk), Some(wk))) = (&self.kppt, kings) {
-            t.update(&mut entry.kppt, delta, &changed, bk, wk, &state.list);
-        }
         if let Some(p) = &self.patterns {
             p.update(&mut entry.patterns, delta, after);
         }
@@ -88,9 +107,11 @@ impl Evaluator {
         #[cfg(debug_assertions)]
         {
             let full = self.full_entry(after, &state.list);
-            debug_assert_eq!(entry.kppt, full.kppt, "incremental KPPT differs after {}", delta.mv);
             debug_assert_eq!(entry.material, full.material, "material differs after {}", delta.mv);
             debug_assert_eq!(entry.patterns, full.patterns, "patterns differ after {}", delta.mv);
+            self.prepare(state, after);
+            let top = state.stack.last().expect("pushed");
+            debug_assert_eq!(top.kppt, full.kppt, "incremental KPPT differs after {}", delta.mv);
         }
     }
 
@@ -99,8 +120,45 @@ impl Evaluator {
         state.list.revert(delta, &entry.changed);
     }
 
+    /// Computes the KPPT sums of the current position of `state` (whose position is
+    /// `pos`) if they are not yet: from the previous position's by the move's change, or
+    /// from scratch when the previous position was never evaluated either.
+    #[inline]
+    pub fn prepare(&self, state: &mut EvalState, pos: &Position) {
+        self.prepare_with_kings(state, [pos.king_square(Color::Black), pos.king_square(Color::White)]);
+    }
+
+    #[inline]
+    fn prepare_with_kings(&self, state: &mut EvalState, kings: [Option<crate::rules::Square>; 2]) {
+        let n = state.stack.len();
+        if state.stack[n - 1].kppt_ready {
+            return;
+        }
+        let Some(t) = &self.kppt else {
+            state.stack[n - 1].kppt_ready = true;
+            return;
+        };
+        let sum = match (kings[0], kings[1]) {
+            (Some(bk), Some(wk)) => {
+                let top = state.stack[n - 1];
+                if n >= 2 && state.stack[n - 2].kppt_ready {
+                    let mut sum = state.stack[n - 2].kppt;
+                    t.update_after(&mut sum, top.moved_king, &top.changed, bk, wk, &state.list);
+                    sum
+                } else {
+                    t.compute(bk, wk, &state.list)
+                }
+            }
+            _ => KpptSum::default(),
+        };
+        let top = &mut state.stack[n - 1];
+        top.kppt = sum;
+        top.kppt_ready = true;
+    }
+
     /// Value of the current position of `state` (whose side to move is `pos`'s).
-    pub fn evaluate(&self, state: &EvalState, pos: &Position) -> EvalParts {
+    pub fn evaluate(&self, state: &mut EvalState, pos: &Position) -> EvalParts {
+        self.prepare(state, pos);
         let e = state.stack.last().expect("state has a root entry");
         self.parts(e, pos.side_to_move())
     }
@@ -126,7 +184,8 @@ impl Evaluator {
     }
 
     /// The raw KPPT sums of the current entry (for tests and the learner).
-    pub fn kppt_sum(state: &EvalState) -> KpptSum {
+    pub fn kppt_sum(&self, state: &mut EvalState, pos: &Position) -> KpptSum {
+        self.prepare(state, pos);
         state.stack.last().expect("root entry").kppt
     }
 }

@@ -209,8 +209,23 @@ impl KpptTables {
         wk: Square,
         list: &PieceList,
     ) {
-        let king_moved = delta.moved.piece_type() == PieceType::King;
-        let mover = delta.moved.color();
+        let moved_king = (delta.moved.piece_type() == PieceType::King).then(|| delta.moved.color());
+        self.update_after(sum, moved_king, changed, bk, wk, list);
+    }
+
+    /// `update` for a move described by whose king it moved (if any) and the pieces it
+    /// changed.
+    pub fn update_after(
+        &self,
+        sum: &mut KpptSum,
+        moved_king: Option<Color>,
+        changed: &ChangedPieces,
+        bk: Square,
+        wk: Square,
+        list: &PieceList,
+    ) {
+        let king_moved = moved_king.is_some();
+        let mover = moved_king.unwrap_or(Color::Black);
         if king_moved && mover == Color::Black {
             sum.black_kpp = self.half_sum(bk, list.black_view());
         } else {

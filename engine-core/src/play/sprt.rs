@@ -112,7 +112,14 @@ pub struct Sprt {
     pub elo1: f64,
     pub alpha: f64,
     pub beta: f64,
+    /// No decision before this many pairs (see [`MIN_PAIRS`]).
+    pub min_pairs: u32,
 }
+
+/// The normal approximation needs tens of pairs: with a few identical pairs the variance
+/// is all pseudo-count and the LLR leaves its bounds after two or three pairs. So the test
+/// decides nothing before 20 pairs (40 games).
+pub const MIN_PAIRS: u32 = 20;
 
 /// The expected score of a logistic Elo difference.
 fn expected_score(elo: f64) -> f64 {
@@ -142,7 +149,7 @@ impl Sprt {
         if alpha + beta >= 1.0 {
             return Err(format!("ALPHA + BETA must be below 1, got {alpha} + {beta}"));
         }
-        Ok(Sprt { elo0, elo1, alpha, beta })
+        Ok(Sprt { elo0, elo1, alpha, beta, min_pairs: MIN_PAIRS })
     }
 
     /// Parses `ELO0,ELO1` or `ELO0,ELO1,ALPHA,BETA` (α = β = 0.05 by default).
@@ -185,7 +192,9 @@ impl Sprt {
 
     pub fn status(&self, p: &Pentanomial) -> SprtStatus {
         let llr = self.llr(p);
-        if llr <= self.lower_bound() {
+        if p.pairs() < u64::from(self.min_pairs) {
+            SprtStatus::Continue
+        } else if llr <= self.lower_bound() {
             SprtStatus::AcceptH0
         } else if llr >= self.upper_bound() {
             SprtStatus::AcceptH1
@@ -208,8 +217,9 @@ mod tests {
         Pentanomial { counts }
     }
 
+    /// A test that may decide from the first pair (the examples below are small).
     fn sprt(elo0: f64, elo1: f64) -> Sprt {
-        Sprt::new(elo0, elo1, 0.05, 0.05).unwrap()
+        Sprt { min_pairs: 1, ..Sprt::new(elo0, elo1, 0.05, 0.05).unwrap() }
     }
 
     /// The LLR as the sum over the (weighted) pairs of the per-observation normal log
@@ -305,6 +315,15 @@ mod tests {
     }
 
     #[test]
+    fn no_decision_before_the_minimum_number_of_pairs() {
+        let t = Sprt::new(0.0, 5.0, 0.05, 0.05).unwrap();
+        assert!(t.llr(&penta([0, 0, 0, 0, 2])) > t.upper_bound());
+        assert_eq!(t.status(&penta([0, 0, 0, 0, MIN_PAIRS - 1])), SprtStatus::Continue);
+        assert_eq!(t.status(&penta([0, 0, 0, 0, MIN_PAIRS])), SprtStatus::AcceptH1);
+        assert_eq!(t.status(&penta([MIN_PAIRS, 0, 0, 0, 0])), SprtStatus::AcceptH0);
+    }
+
+    #[test]
     fn a_win_pair_can_lower_the_llr() {
         // [0, 0, 1, 5, 0] → add a 2-0 pair: μ 0.708 → 0.75 but σ² 0.0087 → 0.0179.
         // LLR 1.0028 → 0.6903 (computed independently). Why the monotonicity property
@@ -351,10 +370,13 @@ mod tests {
 
     #[test]
     fn parse_accepts_and_rejects() {
-        assert_eq!(Sprt::parse("0,5").unwrap(), Sprt { elo0: 0.0, elo1: 5.0, alpha: 0.05, beta: 0.05 });
+        assert_eq!(
+            Sprt::parse("0,5").unwrap(),
+            Sprt { elo0: 0.0, elo1: 5.0, alpha: 0.05, beta: 0.05, min_pairs: MIN_PAIRS }
+        );
         assert_eq!(
             Sprt::parse(" -1.5 , 3 ,0.1,0.2").unwrap(),
-            Sprt { elo0: -1.5, elo1: 3.0, alpha: 0.1, beta: 0.2 }
+            Sprt { elo0: -1.5, elo1: 3.0, alpha: 0.1, beta: 0.2, min_pairs: MIN_PAIRS }
         );
         for (bad, needle) in [
             ("5", "ELO0,ELO1"),

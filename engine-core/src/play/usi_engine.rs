@@ -7,9 +7,10 @@
 //! `remaining + increment + byoyomi`; a safety margin (`NetworkDelay`, default 120 ms, but
 //! never more than half of that total) is kept back. The hard limit (the search stops) is
 //! `min(total - margin, remaining / 8 + increment + byoyomi - margin)`; the soft limit (no
-//! new iteration starts) is `min(hard, remaining / 40 + increment + byoyomi - margin)`.
-//! `movetime T` is treated as a total of `T`. Byoyomi time is use-it-or-lose-it, so in
-//! byoyomi soft = hard.
+//! new iteration starts once it is used, scaled by how settled the search is) is
+//! `min(hard, remaining / 40 + increment + byoyomi - margin)`. Byoyomi is use-it-or-lose-it:
+//! the search never stops before `byoyomi - margin` (the free time), and in pure byoyomi
+//! soft = hard. `movetime T` is treated as a byoyomi of `T`.
 
 use crate::eval::Evaluator;
 use crate::eval::kppt_file::load_kppt_dir;
@@ -89,13 +90,24 @@ impl GoParams {
     }
 }
 
-/// `(hard, soft)` time limits for `side`'s move, or `None` when the command gives no clock.
-/// See the module documentation for the rule.
-pub fn time_limits(go: &GoParams, side: Color, network_delay_ms: u64) -> Option<(Duration, Duration)> {
+/// The time limits of one move (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clock {
+    /// The search stops here.
+    pub hard: Duration,
+    /// Planned use, scaled by the search's stability.
+    pub soft: Duration,
+    /// Lost if not used: never stop before it.
+    pub free: Duration,
+}
+
+/// The time limits for `side`'s move, or `None` when the command gives no clock. See the
+/// module documentation for the rule.
+pub fn time_limits(go: &GoParams, side: Color, network_delay_ms: u64) -> Option<Clock> {
     let ms = Duration::from_millis;
     if let Some(total) = go.movetime {
-        let hard = total - network_delay_ms.min(total / 2);
-        return Some((ms(hard), ms(hard)));
+        let hard = ms(total - network_delay_ms.min(total / 2));
+        return Some(Clock { hard, soft: hard, free: hard });
     }
     if !go.has_clock() {
         return None;
@@ -110,7 +122,8 @@ pub fn time_limits(go: &GoParams, side: Color, network_delay_ms: u64) -> Option<
     let ceiling = total - margin;
     let hard = ceiling.min((remaining / 8 + inc + byoyomi).saturating_sub(margin));
     let soft = hard.min((remaining / 40 + inc + byoyomi).saturating_sub(margin));
-    Some((ms(hard), ms(soft)))
+    let free = hard.min(byoyomi.saturating_sub(margin));
+    Some(Clock { hard: ms(hard), soft: ms(soft), free: ms(free) })
 }
 
 /// Parses the words after `position`: `startpos|sfen <sfen> [moves m1 m2 ...]`. Every move
@@ -185,13 +198,14 @@ struct Running {
     /// `bestmove` may be sent (false during `go infinite` / `go ponder` until stop/ponderhit).
     release: Arc<AtomicBool>,
     ponder: bool,
-    limits: Option<(Duration, Duration)>,
+    limits: Option<Clock>,
 }
 
 /// A USI engine session.
 pub struct UsiEngine<W: Write + Send + 'static> {
     out: Arc<Mutex<W>>,
     hash_mib: usize,
+    threads: usize,
     eval_dir: String,
     patterns: String,
     network_delay_ms: u64,
@@ -210,6 +224,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         UsiEngine {
             out: Arc::new(Mutex::new(out)),
             hash_mib: DEFAULT_HASH_MIB,
+            threads: 1,
             eval_dir: String::new(),
             patterns: String::new(),
             network_delay_ms: DEFAULT_NETWORK_DELAY_MS,
@@ -334,11 +349,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 Ok(())
             }
             "networkdelay" => number(value).map(|v| self.network_delay_ms = v),
-            "threads" => number(value).map(|v| {
-                if v != 1 {
-                    self.say("info string Threads: this engine searches with 1 thread");
-                }
-            }),
+            "threads" => number(value).map(|v| self.threads = v.clamp(1, 1024) as usize),
             "usi_ponder" => Ok(()),
             _ => Err(format!("unknown option {name:?}")),
         };
@@ -382,6 +393,9 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             let tt = self.tt.as_ref().expect("table allocated above").1.clone();
             self.searcher = Some(Searcher::new(ev, tt));
         }
+        if let Some(s) = &mut self.searcher {
+            s.set_threads(self.threads);
+        }
     }
 
     fn go(&mut self, params: GoParams) {
@@ -392,10 +406,11 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         let side = searcher.position().side_to_move();
         let clock = time_limits(&params, side, self.network_delay_ms);
         let unbounded = params.unbounded();
-        let mut limits = Limits { depth: params.depth, nodes: params.nodes, time: None, soft_time: None };
-        if !unbounded && let Some((hard, soft)) = clock {
-            limits.time = Some(hard);
-            limits.soft_time = Some(soft);
+        let mut limits = Limits { depth: params.depth, nodes: params.nodes, ..Limits::default() };
+        if !unbounded && let Some(c) = clock {
+            limits.time = Some(c.hard);
+            limits.soft_time = Some(c.soft);
+            limits.free_time = Some(c.free);
         }
         let stop = searcher.stop_flag();
         let release = Arc::new(AtomicBool::new(!unbounded));
@@ -404,6 +419,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         self.generation.fetch_add(1, Ordering::SeqCst);
         let handle = std::thread::Builder::new()
             .name("usi-search".to_string())
+            .stack_size(16 << 20)
             .spawn(move || {
                 let result = searcher.go(limits, |info| say(&out, &info_line(info)));
                 // `go infinite` and `go ponder` may not answer before `stop` / `ponderhit`.
@@ -427,8 +443,8 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         run.ponder = false;
         run.release.store(true, Ordering::SeqCst);
         // The pondering search has no time limit: stop it when this move's time is used.
-        if let Some((hard, soft)) = run.limits {
-            let budget = hard.min(soft * 2);
+        if let Some(c) = run.limits {
+            let budget = c.hard.min((c.soft * 2).max(c.free));
             let stop = run.stop.clone();
             let generation = self.generation.clone();
             let mine = generation.load(Ordering::SeqCst);
@@ -510,25 +526,25 @@ mod tests {
     fn time_rule() {
         let go = |s: &str| GoParams::parse(s).unwrap();
         // 100 ms byoyomi: the margin is capped at half of it.
-        assert_eq!(
-            time_limits(&go("btime 0 wtime 0 byoyomi 100"), Color::Black, 120),
-            Some((ms(50), ms(50)))
-        );
+        let c = |hard, soft, free| Some(Clock { hard: ms(hard), soft: ms(soft), free: ms(free) });
+        assert_eq!(time_limits(&go("btime 0 wtime 0 byoyomi 100"), Color::Black, 120), c(50, 50, 50));
         // 10 s byoyomi: all of it but the network delay.
+        assert_eq!(time_limits(&go("btime 0 wtime 0 byoyomi 10000"), Color::White, 120), c(9880, 9880, 9880));
+        // Main time and byoyomi: the byoyomi is used whatever the search thinks.
         assert_eq!(
-            time_limits(&go("btime 0 wtime 0 byoyomi 10000"), Color::White, 120),
-            Some((ms(9880), ms(9880)))
+            time_limits(&go("btime 60000 wtime 60000 byoyomi 1000"), Color::White, 120),
+            c(8380, 2380, 880)
         );
         // 80 s left, no byoyomi: 10 s hard, 2 s soft, minus the margin.
-        assert_eq!(time_limits(&go("btime 80000 wtime 1000"), Color::Black, 120), Some((ms(9880), ms(1880))));
+        assert_eq!(time_limits(&go("btime 80000 wtime 1000"), Color::Black, 120), c(9880, 1880, 0));
         // The side to move's clock is the one used; nearly out of time: never past the flag.
-        assert_eq!(time_limits(&go("btime 80000 wtime 100"), Color::White, 120), Some((ms(0), ms(0))));
+        assert_eq!(time_limits(&go("btime 80000 wtime 100"), Color::White, 120), c(0, 0, 0));
         // Fischer: the increment is added.
         assert_eq!(
             time_limits(&go("btime 40000 wtime 40000 binc 2000 winc 2000"), Color::Black, 100),
-            Some((ms(6900), ms(2900)))
+            c(6900, 2900, 0)
         );
-        assert_eq!(time_limits(&go("movetime 1000"), Color::Black, 120), Some((ms(880), ms(880))));
+        assert_eq!(time_limits(&go("movetime 1000"), Color::Black, 120), c(880, 880, 880));
         assert_eq!(time_limits(&go("depth 5"), Color::Black, 120), None);
     }
 
@@ -588,6 +604,17 @@ mod tests {
         });
         assert!(pos.parse_usi_move(mv).is_ok(), "{out}");
         assert!(out.lines().any(|l| l.starts_with("info depth 2 ")), "{out}");
+
+        // Two threads (Lazy SMP): still a legal move, and depth 2 is reported.
+        engine.handle_line("setoption name Threads value 2");
+        engine.handle_line("position startpos moves 7g7f 3c3d");
+        engine.handle_line("go depth 6");
+        engine.wait_search();
+        let out = buf.take();
+        let mv = out.lines().last().unwrap().strip_prefix("bestmove ").unwrap();
+        assert!(pos.parse_usi_move(mv).is_ok(), "{out}");
+        assert!(out.lines().any(|l| l.starts_with("info depth 6 ")), "{out}");
+        engine.handle_line("setoption name Threads value 1");
 
         engine.handle_line("position startpos moves 7g7f 7g7f");
         assert!(buf.take().starts_with("info string error"));

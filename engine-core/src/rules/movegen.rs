@@ -148,6 +148,29 @@ fn push_board_move(list: &mut MoveList, us: Color, piece: Piece, from: Square, t
     }
 }
 
+/// Per-position data for fast check detection: the pieces that may uncover a check, and
+/// for each piece kind the squares from which it would attack the opponent's king.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckInfo {
+    pub discoverers: Bitboard,
+    squares: [Bitboard; 15],
+    their_king: Option<Square>,
+}
+
+impl CheckInfo {
+    /// Does the legal move `m` give check? (Same answer as `Position::gives_check`.)
+    #[inline]
+    pub fn gives_check(&self, m: Move) -> bool {
+        let Some(k) = self.their_king else {
+            return false;
+        };
+        if self.squares[m.moved_piece_after().piece_type().index()].contains(m.to()) {
+            return true;
+        }
+        !m.is_drop() && self.discoverers.contains(m.from()) && !line_through(k, m.from()).contains(m.to())
+    }
+}
+
 impl Position {
     /// All legal moves.
     pub fn legal_moves(&self) -> MoveList {
@@ -351,6 +374,27 @@ impl Position {
         attacks_from(m.moved_piece_after(), to, occ).contains(their_king)
     }
 
+    /// What `gives_check` needs, computed once for all the moves of a position.
+    pub fn check_info(&self) -> CheckInfo {
+        let us = self.side_to_move();
+        let mut squares = [Bitboard::EMPTY; 15];
+        if let Some(k) = self.king_square(us.opponent()) {
+            let occ = self.occupied();
+            // A piece of ours on square s attacks k exactly when the same kind of the
+            // opponent's on k would attack s (the step sets are mirror images).
+            for pt in PieceType::ALL {
+                if pt != PieceType::King {
+                    squares[pt.index()] = attacks_from(Piece::new(us.opponent(), pt), k, occ);
+                }
+            }
+        }
+        CheckInfo {
+            discoverers: self.discovered_check_candidates(),
+            squares,
+            their_king: self.king_square(us.opponent()),
+        }
+    }
+
     /// Full legality test for a move from outside: any 32-bit value is accepted and
     /// judged, including a wrong moving piece, squares off the board and bad flags.
     pub fn is_legal(&self, m: Move) -> bool {
@@ -503,6 +547,24 @@ mod tests {
             }
         }
         assert_eq!(accepted, 207);
+    }
+
+    #[test]
+    fn check_info_agrees_with_gives_check() {
+        let suite = crate::rules::random_walk::capture_heavy_suite(200, 21);
+        let mut checks = 0;
+        for pos in &suite {
+            let info = pos.check_info();
+            for &m in pos.legal_moves().iter() {
+                let want = pos.gives_check(m);
+                assert_eq!(info.gives_check(m), want, "{m} in {}", pos.to_sfen());
+                let mut after = *pos;
+                after.do_move(m);
+                assert_eq!(after.in_check(), want, "{m} in {}", pos.to_sfen());
+                checks += want as u32;
+            }
+        }
+        assert!(checks > 500, "{checks} checking moves");
     }
 
     #[test]

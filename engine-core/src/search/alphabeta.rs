@@ -269,20 +269,25 @@ impl SearchThread {
 
         if !in_check && !root && self.options.pruning {
             // Razoring: far below alpha, see whether captures alone can make it up.
-            if !PV && !tmp_flag(1) && depth <= 3 && eval < alpha - 250 - 120 * depth * depth {
+            if !PV && tmp_flag(1) && depth <= 3 && eval < alpha - 250 - 120 * depth * depth {
                 let v = self.qsearch::<false>(alpha - 1, alpha, 0, ply);
                 if v < alpha {
                     return v;
                 }
             }
             // Reverse futility: far above beta, a quiet move will not drop below it.
-            if !PV && !tmp_flag(4) && depth < 9 && eval - futility_margin(depth, improving) >= beta && eval < MATE_IN_MAX_PLY
+            if !PV
+                && !tmp_flag(4)
+                && depth < 9
+                && eval - futility_margin(depth, improving) >= beta
+                && eval < MATE_IN_MAX_PLY
             {
                 return eval;
             }
             // Null move: if passing still beats beta, a real move will too.
             if !PV
                 && self.options.null_move
+                && !tmp_flag(5)
                 && excluded.is_none()
                 && !prev.null_move
                 && prev.stat_score < 23000
@@ -322,6 +327,7 @@ impl SearchThread {
             // most likely beats it in the full one.
             let probcut_beta = beta + 180 - 50 * improving as i32;
             if !PV
+                && !tmp_flag(6)
                 && depth > 4
                 && beta.abs() < MATE_IN_MAX_PLY
                 && !tte.is_some_and(|e| {
@@ -379,7 +385,7 @@ impl SearchThread {
 
         // Internal iterative reduction: without a TT move this node was not searched
         // before, and a shallower search costs less and fills the table.
-        if !root && tt_mv.is_none() && self.options.pruning {
+        if !root && tt_mv.is_none() && self.options.pruning && !tmp_flag(9) {
             if PV {
                 depth -= 2;
                 if depth <= 0 {
@@ -395,7 +401,7 @@ impl SearchThread {
         let counter = if prev.null_move { Move::NONE } else { self.history.counter_move(prev.cont_row) };
         let mut mp = self.take_picker();
         mp.init_main(&self.pos, tt_mv, depth, self.stack[f].killers, counter, cont_rows);
-        let discoverers = self.pos.discovered_check_candidates();
+        let check_info = self.pos.check_info();
         let original_alpha = alpha;
         let mut best = -INFINITE;
         let mut best_move = Move::NONE;
@@ -427,40 +433,50 @@ impl SearchThread {
             self.stack[f].move_count = move_count;
             let capture = is_capture(&self.pos, m);
             let tactical = is_tactical(capture, m);
-            let gives_check = self.pos.gives_check_with(m, discoverers);
+            let gives_check = check_info.gives_check(m);
             let row = cont_row(m);
             let mut new_depth = depth - 1;
 
             // Pruning at shallow depth, once a line that is not mated is known.
             if !root && best > -MATE_IN_MAX_PLY && self.options.pruning {
                 let move_count_pruning = move_count >= futility_move_count(improving, depth);
-                if move_count_pruning && !tmp_flag(2) {
-                    mp.skip_quiets = true;
-                }
-                if move_count_pruning && tmp_flag(2) && !tactical && !gives_check {
-                    continue;
+                if move_count_pruning {
+                    if tmp_flag(2) {
+                        mp.skip_quiets = true;
+                    } else {
+                        mp.skip_quiets_but_checks(&check_info);
+                    }
+                    if !tactical && !gives_check {
+                        continue;
+                    }
                 }
                 let lmr_depth = (new_depth - reduction(improving, depth, move_count)).max(0);
                 if tactical || gives_check {
                     if capture
                         && !gives_check
                         && !in_check
+                        && !tmp_flag(10)
                         && lmr_depth < 6
                         && static_eval + 80 + 110 * lmr_depth + captured_value(&self.pos, m) <= alpha
                     {
                         continue;
                     }
-                    if !(tmp_flag(3) && gives_check) && !see_ge(&self.pos, m, -200 * depth) {
+                    if (tmp_flag(3) || !gives_check) && !see_ge(&self.pos, m, -200 * depth) {
                         continue;
                     }
                 } else {
                     if lmr_depth < 4 + (prev.stat_score > 0 || prev.move_count == 1) as i32
+                        && !tmp_flag(11)
                         && self.history.cont(cont_rows[0], row) < 0
                         && self.history.cont(cont_rows[1], row) < 0
                     {
                         continue;
                     }
-                    if !in_check && lmr_depth < 7 && static_eval + 230 + 140 * lmr_depth <= alpha {
+                    if !tmp_flag(10)
+                        && !in_check
+                        && lmr_depth < 7
+                        && static_eval + 230 + 140 * lmr_depth <= alpha
+                    {
                         continue;
                     }
                     if !see_ge(&self.pos, m, -(29 - lmr_depth.min(18)) * lmr_depth * lmr_depth) {
@@ -472,6 +488,7 @@ impl SearchThread {
             // Extensions.
             let mut extension = 0;
             if !root
+                && !tmp_flag(7)
                 && depth >= 7
                 && m == tt_mv
                 && excluded.is_none()
@@ -506,8 +523,9 @@ impl SearchThread {
                     extension = -1;
                 }
             } else if gives_check
+                && !tmp_flag(12)
                 && (ply as i32) < 2 * self.root_depth
-                && (discoverers.contains(m.from()) && !m.is_drop() || see_ge(&self.pos, m, 0))
+                && (check_info.discoverers.contains(m.from()) && !m.is_drop() || see_ge(&self.pos, m, 0))
             {
                 // Checks that do not lose material; bounded by twice the iteration depth so
                 // that strings of checks still end.
@@ -526,7 +544,7 @@ impl SearchThread {
             let mut value;
             let do_full_depth;
             let mut did_lmr = false;
-            if depth >= 2 && move_count > 1 + root as i32 && self.options.lmr {
+            if depth >= 2 && move_count > 1 + root as i32 && self.options.lmr && !tmp_flag(8) {
                 let mut r = reduction(improving, depth, move_count);
                 if (root || !PV) && depth > 10 && self.best_move_changes <= 2.0 {
                     r += 1;
@@ -785,7 +803,8 @@ impl SearchThread {
         let cont_rows = [self.stack[f - 1].cont_row, self.stack[f - 2].cont_row];
         let mut mp = self.take_picker();
         mp.init_qsearch(&self.pos, tt_mv, recapture);
-        let discoverers = self.pos.discovered_check_candidates();
+        // Computed at the first move: most quiescence nodes have none.
+        let mut discoverers = None;
         let mut best_move = Move::NONE;
         let mut quiet_evasions = 0;
         loop {
@@ -794,8 +813,9 @@ impl SearchThread {
                 break;
             }
             let capture = is_capture(&self.pos, m);
-            let gives_check = self.pos.gives_check_with(m, discoverers);
-            if best > -MATE_IN_MAX_PLY && self.options.pruning {
+            let disc = *discoverers.get_or_insert_with(|| self.pos.discovered_check_candidates());
+            let gives_check = self.pos.gives_check_with(m, disc);
+            if best > -MATE_IN_MAX_PLY && self.options.pruning && !tmp_flag(14) {
                 if !gives_check && futility_base > -MATE_IN_MAX_PLY {
                     let futility_value = futility_base + captured_value(&self.pos, m);
                     if futility_value <= alpha {

@@ -7,6 +7,7 @@
 //! Every update uses "gravity": `h += bonus - h·|bonus|/LIMIT`, which keeps `|h| < LIMIT`
 //! and lets old knowledge fade as new results arrive.
 
+use super::huge_pages::HugeArray;
 use crate::rules::{Move, Piece, PieceType, Square};
 
 /// Origins: 81 squares, then one per droppable kind (hand index).
@@ -27,8 +28,8 @@ pub struct History {
     main: Vec<i16>,
     /// `[piece after move][to][captured kind]`
     capture: Vec<i16>,
-    /// `[row of the earlier move][row of this move]`
-    continuation: Vec<i16>,
+    /// `[row of the earlier move][row of this move]` (13 MB: on huge pages)
+    continuation: HugeArray<i16>,
     /// `[row of the previous move]`
     counter: Vec<Move>,
 }
@@ -78,7 +79,7 @@ impl History {
         History {
             main: vec![0; 2 * ORIGINS * 81],
             capture: vec![0; PIECES * 81 * 16],
-            continuation: vec![0; CONT_ROWS * CONT_ROWS],
+            continuation: HugeArray::zeroed(CONT_ROWS * CONT_ROWS),
             counter: vec![Move::NONE; CONT_ROWS],
         }
     }

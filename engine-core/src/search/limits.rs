@@ -8,8 +8,11 @@ pub struct Limits {
     pub nodes: Option<u64>,
     /// Hard limit: the search stops when this much time has passed.
     pub time: Option<Duration>,
-    /// No new iteration starts after this much time.
+    /// Time a move should take on average: the search stops after an iteration once it
+    /// used this much, scaled up when the best move is unsettled, down when it is not.
     pub soft_time: Option<Duration>,
+    /// Time that is lost if not used (byoyomi): the search never stops before it.
+    pub free_time: Option<Duration>,
 }
 
 impl Limits {

@@ -15,7 +15,7 @@
 use super::history::{History, cont_row};
 use super::see::{captured_value, see_ge};
 use crate::eval::material::piece_value;
-use crate::rules::{Bitboard, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
+use crate::rules::{Bitboard, CheckInfo, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
 use std::mem::MaybeUninit;
 
 #[derive(Clone, Copy)]
@@ -82,8 +82,11 @@ pub struct MovePicker {
     recapture_square: Option<Square>,
     /// Continuation rows of the moves one, two and four plies back.
     cont_rows: [usize; 3],
-    /// Late-move pruning: skip the remaining quiet moves (captures still come).
+    /// Late-move pruning: skip the remaining quiet moves (captures still come) ...
     pub skip_quiets: bool,
+    /// ... except those that give check, when this is set (mating attacks in shogi are
+    /// strings of quiet checks, often late in the history order).
+    keep_checks: Option<CheckInfo>,
 }
 
 impl MovePicker {
@@ -104,6 +107,7 @@ impl MovePicker {
             recapture_square: None,
             cont_rows: [0; 3],
             skip_quiets: false,
+            keep_checks: None,
         })
     }
 
@@ -120,6 +124,21 @@ impl MovePicker {
         self.recapture_square = None;
         self.cont_rows = [0; 3];
         self.skip_quiets = false;
+        self.keep_checks = None;
+    }
+
+    /// Late-move pruning: from now on only captures and quiet moves that give check.
+    pub fn skip_quiets_but_checks(&mut self, checks: &CheckInfo) {
+        if !self.skip_quiets {
+            self.skip_quiets = true;
+            self.keep_checks = Some(*checks);
+        }
+    }
+
+    /// Whether a quiet move is still wanted.
+    #[inline]
+    fn quiet_wanted(&self, m: Move) -> bool {
+        !self.skip_quiets || self.keep_checks.is_some_and(|c| c.gives_check(m))
     }
 
     /// For the main search. `tt_move` must be legal in `pos` (or NONE).
@@ -350,32 +369,32 @@ impl MovePicker {
                     while self.refutation_index < 3 {
                         let m = self.refutations[self.refutation_index];
                         self.refutation_index += 1;
-                        if !m.is_none() && !self.skip_quiets {
+                        if !m.is_none() && self.quiet_wanted(m) {
                             return m;
                         }
                     }
                     self.stage = Stage::QuietInit;
                 }
                 Stage::QuietInit => {
-                    if !self.skip_quiets {
+                    self.cur = self.bad_end;
+                    self.end = self.bad_end;
+                    if !self.skip_quiets || self.keep_checks.is_some() {
                         let mut list = MoveList::new();
                         pos.generate_quiets(&mut list);
-                        self.cur = self.bad_end;
-                        self.end = self.bad_end;
+                        if self.skip_quiets {
+                            list.retain(|m| self.quiet_wanted(m));
+                        }
                         self.append(&list, false);
                         self.score_quiets(history);
                         self.partial_insertion_sort(-3000 * self.depth);
-                    } else {
-                        self.cur = self.bad_end;
-                        self.end = self.bad_end;
                     }
                     self.stage = Stage::Quiet;
                 }
                 Stage::Quiet => {
-                    while !self.skip_quiets && self.cur < self.end {
+                    while self.cur < self.end {
                         let m = self.get(self.cur).mv;
                         self.cur += 1;
-                        if m != self.tt_move && !self.is_refutation(m) {
+                        if m != self.tt_move && !self.is_refutation(m) && self.quiet_wanted(m) {
                             return m;
                         }
                     }

@@ -221,6 +221,8 @@ impl SearchThread {
     }
 
     pub fn do_null_move(&mut self) -> MoveDelta {
+        // The position after a null move shares this one's evaluation entry.
+        self.evaluator.prepare(&mut self.estate, &self.pos);
         let d = self.pos.do_null_move();
         self.keys.push(self.pos.key());
         self.checks.push(false);
@@ -234,8 +236,11 @@ impl SearchThread {
     }
 
     #[inline]
-    pub fn evaluate(&self) -> i32 {
-        self.evaluator.evaluate(&self.estate, &self.pos).eval.clamp(-MATE_IN_MAX_PLY + 1, MATE_IN_MAX_PLY - 1)
+    pub fn evaluate(&mut self) -> i32 {
+        self.evaluator
+            .evaluate(&mut self.estate, &self.pos)
+            .eval
+            .clamp(-MATE_IN_MAX_PLY + 1, MATE_IN_MAX_PLY - 1)
     }
 
     /// Score of a repetition of the current position within the game or search, if any.
@@ -351,12 +356,13 @@ impl SearchThread {
                 rm.prev_score = rm.score;
             }
             let previous = self.root_moves[0].avg_score;
-            let (mut alpha, mut beta, mut delta) = if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY {
-                let delta = 16 + previous.abs() / 64;
-                ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
-            } else {
-                (-INFINITE, INFINITE, INFINITE)
-            };
+            let (mut alpha, mut beta, mut delta) =
+                if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY && !super::alphabeta::tmp_flag(13) {
+                    let delta = 16 + previous.abs() / 64;
+                    ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
+                } else {
+                    (-INFINITE, INFINITE, INFINITE)
+                };
             let mut failed_high = 0;
             loop {
                 let adjusted = (depth - failed_high).max(1);

@@ -13,6 +13,7 @@ pub struct TimeManager {
     start: Instant,
     hard: Option<Duration>,
     soft: Option<Duration>,
+    free: Duration,
 }
 
 impl TimeManager {
@@ -21,7 +22,9 @@ impl TimeManager {
             (Some(s), Some(h)) => Some(s.min(h)),
             (s, _) => s,
         };
-        TimeManager { start, hard: limits.time, soft }
+        let free = limits.free_time.unwrap_or_default();
+        let free = limits.time.map_or(free, |h| free.min(h));
+        TimeManager { start, hard: limits.time, soft, free }
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -41,6 +44,9 @@ impl TimeManager {
     }
 
     fn should_stop_at(&self, elapsed: Duration, scale: f64) -> bool {
+        if elapsed < self.free {
+            return false;
+        }
         match (self.soft, self.hard) {
             (Some(s), Some(h)) if s >= h => elapsed >= h,
             (Some(s), hard) => {
@@ -86,5 +92,10 @@ mod tests {
         assert!(b.should_stop_at(ms(2000), 0.5));
         // No clock: never.
         assert!(!tm(None, None).should_stop_at(ms(1_000_000), 1.0));
+        // Main time left plus byoyomi: a settled search still uses the byoyomi.
+        let mut with_free = tm(Some(3000), Some(9000));
+        with_free.free = ms(1500);
+        assert!(!with_free.should_stop_at(ms(1400), 0.2));
+        assert!(with_free.should_stop_at(ms(1500), 0.2));
     }
 }

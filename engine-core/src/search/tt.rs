@@ -12,6 +12,7 @@
 //! re-search does not wipe out a deep bound. Every entry also caches the static
 //! evaluation of its position, so a revisit skips the evaluator.
 
+use super::huge_pages::{HugeArray, ZeroValid};
 use crate::rules::Move;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
@@ -68,8 +69,25 @@ struct Cluster {
 const GENERATION_MASK: u8 = 0x1f;
 
 pub struct TranspositionTable {
-    clusters: Vec<Cluster>,
+    memory: ClusterMemory,
     generation: AtomicU8,
+}
+
+/// The clusters live on huge pages (see `huge_pages`).
+struct ClusterMemory(HugeArray<Cluster>);
+
+// SAFETY: a cluster is four pairs of AtomicU64, valid at zero.
+unsafe impl ZeroValid for Cluster {}
+
+impl ClusterMemory {
+    fn new(len: usize) -> ClusterMemory {
+        ClusterMemory(HugeArray::zeroed(len))
+    }
+
+    #[inline]
+    fn clusters(&self) -> &[Cluster] {
+        &self.0
+    }
 }
 
 fn pack(e: &TtEntry, generation: u8) -> u64 {
@@ -115,19 +133,11 @@ impl TranspositionTable {
     pub fn new(mib: usize) -> TranspositionTable {
         let bytes = mib.max(1) << 20;
         let count = bytes / std::mem::size_of::<Cluster>();
-        let clusters = (0..count)
-            .map(|_| Cluster {
-                slots: std::array::from_fn(|_| Slot {
-                    key_xor_data: AtomicU64::new(0),
-                    data: AtomicU64::new(0),
-                }),
-            })
-            .collect();
-        TranspositionTable { clusters, generation: AtomicU8::new(0) }
+        TranspositionTable { memory: ClusterMemory::new(count), generation: AtomicU8::new(0) }
     }
 
     pub fn clear(&self) {
-        for c in &self.clusters {
+        for c in self.memory.clusters() {
             for s in &c.slots {
                 s.key_xor_data.store(0, Ordering::Relaxed);
                 s.data.store(0, Ordering::Relaxed);
@@ -143,8 +153,9 @@ impl TranspositionTable {
     #[inline]
     fn cluster(&self, key: u64) -> &Cluster {
         // The high half of key × count: uniform over any count, not only powers of two.
-        let i = ((key as u128 * self.clusters.len() as u128) >> 64) as usize;
-        &self.clusters[i]
+        let clusters = self.memory.clusters();
+        let i = ((key as u128 * clusters.len() as u128) >> 64) as usize;
+        &clusters[i]
     }
 
     /// Starts loading the cluster of `key` into the cache, so that the probe a little
@@ -222,8 +233,9 @@ impl TranspositionTable {
     /// (USI `hashfull`).
     pub fn hashfull(&self) -> u32 {
         let generation = self.generation.load(Ordering::Relaxed) & GENERATION_MASK;
-        let sample = self.clusters.len().min(250);
-        let used = self.clusters[..sample]
+        let clusters = self.memory.clusters();
+        let sample = clusters.len().min(250);
+        let used = clusters[..sample]
             .iter()
             .flat_map(|c| c.slots.iter())
             .filter(|s| {
@@ -272,7 +284,7 @@ mod tests {
     #[test]
     fn a_cluster_keeps_four_positions_and_replaces_the_shallowest_oldest() {
         let tt = TranspositionTable::new(1);
-        let n = tt.clusters.len() as u128;
+        let n = tt.memory.clusters().len() as u128;
         // Keys mapping to cluster 0: the high half of key × n must be 0.
         let keys: Vec<u64> = (1..=5u64).map(|i| i * 977).collect();
         assert!(keys.iter().all(|&k| (k as u128 * n) >> 64 == 0));

@@ -430,6 +430,15 @@ impl Worker {
         Worker { searcher: Searcher::new(evaluator, tt.clone()), tt }
     }
 
+    /// A worker whose every search uses `search_threads` threads (Lazy SMP over its
+    /// table): for deep teachers when there are fewer games than cores. Searches with
+    /// more than one thread are not reproducible.
+    pub fn with_search_threads(evaluator: Arc<Evaluator>, hash_mib: usize, search_threads: usize) -> Worker {
+        let mut w = Worker::new(evaluator, hash_mib);
+        w.searcher.set_threads(search_threads);
+        w
+    }
+
     /// A worker over an existing searcher and the table it uses.
     pub fn from_parts(searcher: Searcher, tt: Arc<TranspositionTable>) -> Worker {
         Worker { searcher, tt }
