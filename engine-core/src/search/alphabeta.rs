@@ -2,13 +2,18 @@
 //!
 //! Main search, in the order a node applies them: repetition, declaration and
 //! mate-distance pruning; transposition-table cutoff (non-PV nodes); static evaluation
-//! (cached in the table); razoring; reverse futility pruning; null move (with a
-//! verification search at high depth); ProbCut; internal iterative reduction; then the
-//! moves in staged order with, per move, late-move (move-count) pruning, futility
-//! pruning, continuation-history pruning and SEE pruning at shallow depth, singular
-//! extension of the TT move (with multi-cut), a bounded check extension, and late-move
-//! reductions from a log-log table adjusted by the move's history, the node type and
-//! whether the evaluation is improving.
+//! (cached in the table); reverse futility pruning; null move (with a verification
+//! search at high depth); ProbCut; internal iterative reduction; then the moves in staged
+//! order with, per move, late-move (move-count) pruning, futility pruning,
+//! continuation-history pruning and SEE pruning at shallow depth, singular extension of
+//! the TT move (with multi-cut), a bounded check extension, and late-move reductions from
+//! a log-log table adjusted by the move's history, the node type and whether the
+//! evaluation is improving.
+//!
+//! Shogi is not chess here: mating attacks are strings of quiet checks, often sacrifices,
+//! launched by the side that is behind in material. So checks are never dropped by
+//! move-count or SEE pruning, and there is no razoring (each of these cost 35–100 Elo; see
+//! BENCHMARKS.md "Search").
 //!
 //! Quiescence: stand pat, captures (only recaptures deep down) pruned by futility and SEE,
 //! every evasion when in check — but at most two quiet evasions once one line is known
@@ -67,14 +72,6 @@ fn is_tactical(capture: bool, m: Move) -> bool {
     capture
         || (m.is_promotion()
             && matches!(m.moved_piece().piece_type(), PieceType::Pawn | PieceType::Bishop | PieceType::Rook))
-}
-
-pub(super) fn tmp_flag(i: usize) -> bool {
-    static F: OnceLock<Vec<bool>> = OnceLock::new();
-    F.get_or_init(|| {
-        let v = std::env::var("KEIMA_X").unwrap_or_default();
-        (0..16).map(|k| v.contains(&format!("<{k}>"))).collect()
-    })[i]
 }
 
 impl SearchThread {
@@ -268,26 +265,14 @@ impl SearchThread {
         }
 
         if !in_check && !root && self.options.pruning {
-            // Razoring: far below alpha, see whether captures alone can make it up.
-            if !PV && tmp_flag(1) && depth <= 3 && eval < alpha - 250 - 120 * depth * depth {
-                let v = self.qsearch::<false>(alpha - 1, alpha, 0, ply);
-                if v < alpha {
-                    return v;
-                }
-            }
             // Reverse futility: far above beta, a quiet move will not drop below it.
-            if !PV
-                && !tmp_flag(4)
-                && depth < 9
-                && eval - futility_margin(depth, improving) >= beta
-                && eval < MATE_IN_MAX_PLY
+            if !PV && depth < 9 && eval - futility_margin(depth, improving) >= beta && eval < MATE_IN_MAX_PLY
             {
                 return eval;
             }
             // Null move: if passing still beats beta, a real move will too.
             if !PV
                 && self.options.null_move
-                && !tmp_flag(5)
                 && excluded.is_none()
                 && !prev.null_move
                 && prev.stat_score < 23000
@@ -327,7 +312,6 @@ impl SearchThread {
             // most likely beats it in the full one.
             let probcut_beta = beta + 180 - 50 * improving as i32;
             if !PV
-                && !tmp_flag(6)
                 && depth > 4
                 && beta.abs() < MATE_IN_MAX_PLY
                 && !tte.is_some_and(|e| {
@@ -385,7 +369,7 @@ impl SearchThread {
 
         // Internal iterative reduction: without a TT move this node was not searched
         // before, and a shallower search costs less and fills the table.
-        if !root && tt_mv.is_none() && self.options.pruning && !tmp_flag(9) {
+        if !root && tt_mv.is_none() && self.options.pruning {
             if PV {
                 depth -= 2;
                 if depth <= 0 {
@@ -441,11 +425,7 @@ impl SearchThread {
             if !root && best > -MATE_IN_MAX_PLY && self.options.pruning {
                 let move_count_pruning = move_count >= futility_move_count(improving, depth);
                 if move_count_pruning {
-                    if tmp_flag(2) {
-                        mp.skip_quiets = true;
-                    } else {
-                        mp.skip_quiets_but_checks(&check_info);
-                    }
+                    mp.skip_quiets_but_checks(&check_info);
                     if !tactical && !gives_check {
                         continue;
                     }
@@ -455,28 +435,22 @@ impl SearchThread {
                     if capture
                         && !gives_check
                         && !in_check
-                        && !tmp_flag(10)
                         && lmr_depth < 6
                         && static_eval + 80 + 110 * lmr_depth + captured_value(&self.pos, m) <= alpha
                     {
                         continue;
                     }
-                    if (tmp_flag(3) || !gives_check) && !see_ge(&self.pos, m, -200 * depth) {
+                    if !gives_check && !see_ge(&self.pos, m, -200 * depth) {
                         continue;
                     }
                 } else {
                     if lmr_depth < 4 + (prev.stat_score > 0 || prev.move_count == 1) as i32
-                        && !tmp_flag(11)
                         && self.history.cont(cont_rows[0], row) < 0
                         && self.history.cont(cont_rows[1], row) < 0
                     {
                         continue;
                     }
-                    if !tmp_flag(10)
-                        && !in_check
-                        && lmr_depth < 7
-                        && static_eval + 230 + 140 * lmr_depth <= alpha
-                    {
+                    if !in_check && lmr_depth < 7 && static_eval + 230 + 140 * lmr_depth <= alpha {
                         continue;
                     }
                     if !see_ge(&self.pos, m, -(29 - lmr_depth.min(18)) * lmr_depth * lmr_depth) {
@@ -488,7 +462,6 @@ impl SearchThread {
             // Extensions.
             let mut extension = 0;
             if !root
-                && !tmp_flag(7)
                 && depth >= 7
                 && m == tt_mv
                 && excluded.is_none()
@@ -523,7 +496,6 @@ impl SearchThread {
                     extension = -1;
                 }
             } else if gives_check
-                && !tmp_flag(12)
                 && (ply as i32) < 2 * self.root_depth
                 && (check_info.discoverers.contains(m.from()) && !m.is_drop() || see_ge(&self.pos, m, 0))
             {
@@ -544,7 +516,7 @@ impl SearchThread {
             let mut value;
             let do_full_depth;
             let mut did_lmr = false;
-            if depth >= 2 && move_count > 1 + root as i32 && self.options.lmr && !tmp_flag(8) {
+            if depth >= 2 && move_count > 1 + root as i32 && self.options.lmr {
                 let mut r = reduction(improving, depth, move_count);
                 if (root || !PV) && depth > 10 && self.best_move_changes <= 2.0 {
                     r += 1;
@@ -815,7 +787,7 @@ impl SearchThread {
             let capture = is_capture(&self.pos, m);
             let disc = *discoverers.get_or_insert_with(|| self.pos.discovered_check_candidates());
             let gives_check = self.pos.gives_check_with(m, disc);
-            if best > -MATE_IN_MAX_PLY && self.options.pruning && !tmp_flag(14) {
+            if best > -MATE_IN_MAX_PLY && self.options.pruning {
                 if !gives_check && futility_base > -MATE_IN_MAX_PLY {
                     let futility_value = futility_base + captured_value(&self.pos, m);
                     if futility_value <= alpha {

@@ -534,6 +534,34 @@ mod tests {
     }
 
     #[test]
+    fn move_count_pruning_keeps_captures_and_quiet_checks() {
+        crate::rules::attacks::init();
+        let suite = crate::rules::random_walk::capture_heavy_suite(80, 14);
+        let h = History::new();
+        let mut quiet_checks = 0;
+        for pos in suite.iter().filter(|p| !p.in_check()) {
+            let info = pos.check_info();
+            let mut mp = MovePicker::boxed();
+            mp.init_main(pos, Move::NONE, 5, [Move::NONE; 2], Move::NONE, [0; 3]);
+            // The first move comes before the pruning starts; the rest after.
+            let first = mp.next(pos, &h);
+            mp.skip_quiets_but_checks(&info);
+            let mut got: HashSet<Move> = all_moves(&mut mp, pos, &h).into_iter().collect();
+            got.insert(first);
+            let want: HashSet<Move> = pos
+                .legal_moves()
+                .iter()
+                .copied()
+                .filter(|&m| !is_inferior_non_promotion(m))
+                .filter(|&m| m == first || is_capture(pos, m) || pos.gives_check(m))
+                .collect();
+            assert_eq!(got, want, "{}", pos.to_sfen());
+            quiet_checks += want.iter().filter(|&&m| !is_capture(pos, m) && m != first).count();
+        }
+        assert!(quiet_checks > 100, "{quiet_checks} quiet checks");
+    }
+
+    #[test]
     fn qsearch_picker_yields_captures_or_evasions() {
         crate::rules::attacks::init();
         let suite = crate::rules::random_walk::capture_heavy_suite(80, 13);

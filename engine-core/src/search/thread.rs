@@ -356,13 +356,12 @@ impl SearchThread {
                 rm.prev_score = rm.score;
             }
             let previous = self.root_moves[0].avg_score;
-            let (mut alpha, mut beta, mut delta) =
-                if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY && !super::alphabeta::tmp_flag(13) {
-                    let delta = 16 + previous.abs() / 64;
-                    ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
-                } else {
-                    (-INFINITE, INFINITE, INFINITE)
-                };
+            let (mut alpha, mut beta, mut delta) = if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY {
+                let delta = 16 + previous.abs() / 64;
+                ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
+            } else {
+                (-INFINITE, INFINITE, INFINITE)
+            };
             let mut failed_high = 0;
             loop {
                 let adjusted = (depth - failed_high).max(1);
