@@ -10,10 +10,11 @@
 //! a log-log table adjusted by the move's history, the node type and whether the
 //! evaluation is improving.
 //!
-//! Shogi is not chess here: mating attacks are strings of quiet checks, often sacrifices,
-//! launched by the side that is behind in material. So checks are never dropped by
-//! move-count or SEE pruning, and there is no razoring (each of these cost 35–100 Elo; see
-//! BENCHMARKS.md "Search").
+//! Shogi is not chess here: mating attacks are strings of quiet checks, launched by the
+//! side that is often behind in material. So move-count pruning never drops a quiet check
+//! (dropping them cost 147 Elo), and there is no razoring (39 Elo); checks that lose
+//! material by SEE are pruned like other moves (exempting them cost 109 Elo). See
+//! BENCHMARKS.md "Search" for every technique's SPRT.
 //!
 //! Quiescence: stand pat, captures (only recaptures deep down) pruned by futility and SEE,
 //! every evasion when in check — but at most two quiet evasions once one line is known
@@ -440,7 +441,7 @@ impl SearchThread {
                     {
                         continue;
                     }
-                    if !gives_check && !see_ge(&self.pos, m, -200 * depth) {
+                    if !see_ge(&self.pos, m, -200 * depth) {
                         continue;
                     }
                 } else {
