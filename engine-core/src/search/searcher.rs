@@ -264,9 +264,14 @@ impl Searcher {
 }
 
 /// The thread whose answer to play: votes for each thread's best move weighted by how
-/// deep it searched and how good it found it; a proven mate wins.
+/// deep it searched and how good it found it; a proven mate wins. Only helpers that
+/// completed at least the main thread's depth take part, so the answer (and the depth it
+/// reports) is never shallower than what the search as a whole completed.
 fn best_thread(threads: &[SearchThread]) -> usize {
-    let finished: Vec<usize> = (0..threads.len()).filter(|&i| threads[i].completed_depth > 0).collect();
+    let main_depth = threads[0].completed_depth;
+    let finished: Vec<usize> = (0..threads.len())
+        .filter(|&i| threads[i].completed_depth > 0 && threads[i].completed_depth >= main_depth)
+        .collect();
     if threads.len() == 1 || finished.len() <= 1 || threads[0].completed_depth == 0 {
         return 0;
     }
