@@ -1,7 +1,7 @@
 //! The evaluation Keima searches with and trains: material + KPPT (+ patterns), each part
 //! switchable, with a differential update driven by `MoveDelta`s.
 
-use super::kppt::{FV_SCALE, KpptSum, KpptTables};
+use super::kppt::{FV_SCALE, KingRefreshCache, KpptSum, KpptTables};
 use super::material::{material, material_delta};
 use super::patterns::{PatternSet, PatternSums};
 use super::piece_list::{ChangedPieces, PieceList};
@@ -43,6 +43,7 @@ struct Entry {
 pub struct EvalState {
     list: PieceList,
     stack: Vec<Entry>,
+    king_cache: KingRefreshCache,
 }
 
 impl Evaluator {
@@ -75,7 +76,7 @@ impl Evaluator {
     pub fn new_state(&self, pos: &Position) -> EvalState {
         let list = PieceList::new(pos);
         let entry = self.full_entry(pos, &list);
-        EvalState { list, stack: vec![entry] }
+        EvalState { list, stack: vec![entry], king_cache: KingRefreshCache::default() }
     }
 
     /// Updates `state` after `delta` was played; `after` is the new position. Material and
@@ -143,7 +144,15 @@ impl Evaluator {
                 let top = state.stack[n - 1];
                 if n >= 2 && state.stack[n - 2].kppt_ready {
                     let mut sum = state.stack[n - 2].kppt;
-                    t.update_after(&mut sum, top.moved_king, &top.changed, bk, wk, &state.list);
+                    t.update_after(
+                        &mut sum,
+                        top.moved_king,
+                        &top.changed,
+                        bk,
+                        wk,
+                        &state.list,
+                        &mut state.king_cache,
+                    );
                     sum
                 } else {
                     t.compute(bk, wk, &state.list)

@@ -6,7 +6,7 @@
 
 use super::bona_piece::{BonaPiece, FE_END};
 use super::piece_list::{ChangedPieces, PIECE_LIST_LEN, PieceList};
-use crate::rules::{Color, MoveDelta, PieceType, Square};
+use crate::rules::{Color, Square};
 
 pub const FV_SCALE: i32 = 32;
 pub const KK_LEN: usize = 81 * 81;
@@ -150,23 +150,23 @@ impl KpptTables {
         }
     }
 
-    /// Change of one half's KPP sum when the pieces in `changed` moved from their old
-    /// indices to those now in `list`.
+    /// Change of one half's KPP sum when the pieces `ids` moved from the indices `old`
+    /// (one per id) to those now in `list`.
     ///
     /// Each changed piece's row is summed over the whole list without a branch (so the
     /// loads can overlap), then the terms against the changed pieces themselves are taken
-    /// out and the pair of changed pieces is counted once.
+    /// out and each pair of changed pieces is counted once.
+    #[inline]
     fn half_delta(
         &self,
         k: Square,
         list: &[BonaPiece; PIECE_LIST_LEN],
-        changed: &ChangedPieces,
-        old: &[BonaPiece; 2],
+        ids: &[u8],
+        old: &[BonaPiece],
     ) -> [i32; 2] {
-        let n = changed.count;
         let mut acc = [0i32; 2];
-        for c in 0..n {
-            let new_row = self.kpp_row(k, list[changed.ids[c] as usize]);
+        for (c, &id) in ids.iter().enumerate() {
+            let new_row = self.kpp_row(k, list[id as usize]);
             let old_row = self.kpp_row(k, old[c]);
             let (mut a0, mut a1, mut b0, mut b1) = (0i32, 0i32, 0i32, 0i32);
             for pair in list.chunks_exact(2) {
@@ -183,38 +183,67 @@ impl KpptTables {
             }
             acc[0] += a0 + b0;
             acc[1] += a1 + b1;
-            for d in 0..n {
-                let x = list[changed.ids[d] as usize] as usize;
+            for (d, &other) in ids.iter().enumerate() {
+                let x = list[other as usize] as usize;
                 acc[0] -= new_row[x][0] as i32 - old_row[x][0] as i32;
                 acc[1] -= new_row[x][1] as i32 - old_row[x][1] as i32;
+                if d > c {
+                    add(&mut acc, self.kpp(k, list[id as usize], list[other as usize]));
+                    sub(&mut acc, self.kpp(k, old[c], old[d]));
+                }
             }
-        }
-        if n == 2 {
-            let (a, b) = (changed.ids[0] as usize, changed.ids[1] as usize);
-            add(&mut acc, self.kpp(k, list[a], list[b]));
-            sub(&mut acc, self.kpp(k, old[0], old[1]));
         }
         acc
     }
 
-    /// Updates `sum` after a move. `list` is already updated; `bk`/`wk` are the kings
-    /// after the move. A king move recomputes that king's half and KK/KKP; any other move
-    /// touches only the changed pieces' terms.
-    pub fn update(
+    /// The KPP half of king square `k` after a move of that king: from the sum last
+    /// computed for `k` (in `entry`) when few pieces changed since, else from scratch.
+    ///
+    /// A king move changes every KPP index of its half (741 pairs to sum); in a search
+    /// tree the king goes back and forth between a few squares while the other pieces
+    /// change little, so updating the sum cached for the square is several times cheaper.
+    fn half_after_king_move(
         &self,
-        sum: &mut KpptSum,
-        delta: &MoveDelta,
-        changed: &ChangedPieces,
-        bk: Square,
-        wk: Square,
-        list: &PieceList,
-    ) {
-        let moved_king = (delta.moved.piece_type() == PieceType::King).then(|| delta.moved.color());
-        self.update_after(sum, moved_king, changed, bk, wk, list);
+        k: Square,
+        list: &[BonaPiece; PIECE_LIST_LEN],
+        entry: &mut KingSquareHalf,
+    ) -> [i32; 2] {
+        /// Above this many changed pieces the full sum is cheaper (each changed piece
+        /// costs two rows over the whole list).
+        const MAX_CHANGED: usize = 8;
+        if entry.valid {
+            let mut ids = [0u8; MAX_CHANGED];
+            let mut old = [0 as BonaPiece; MAX_CHANGED];
+            let mut n = 0;
+            for (i, (&was, &now)) in entry.list.iter().zip(list).enumerate() {
+                if was != now {
+                    if n == MAX_CHANGED {
+                        n = MAX_CHANGED + 1;
+                        break;
+                    }
+                    ids[n] = i as u8;
+                    old[n] = was;
+                    n += 1;
+                }
+            }
+            if n <= MAX_CHANGED {
+                let d = self.half_delta(k, list, &ids[..n], &old[..n]);
+                add(&mut entry.sum, d);
+                entry.list = *list;
+                return entry.sum;
+            }
+        }
+        let sum = self.half_sum(k, list);
+        *entry = KingSquareHalf { list: *list, sum, valid: true };
+        sum
     }
 
-    /// `update` for a move described by whose king it moved (if any) and the pieces it
-    /// changed.
+    /// Updates `sum` after a move, described by whose king it moved (if any) and the
+    /// pieces it changed. `list` is already updated; `bk`/`wk` are the kings after the
+    /// move. A king move recomputes that king's half (see
+    /// [`KpptTables::half_after_king_move`]) and KK/KKP; any other move touches only the
+    /// changed pieces' terms.
+    #[allow(clippy::too_many_arguments)]
     pub fn update_after(
         &self,
         sum: &mut KpptSum,
@@ -223,22 +252,25 @@ impl KpptTables {
         bk: Square,
         wk: Square,
         list: &PieceList,
+        cache: &mut KingRefreshCache,
     ) {
-        let king_moved = moved_king.is_some();
-        let mover = moved_king.unwrap_or(Color::Black);
-        if king_moved && mover == Color::Black {
-            sum.black_kpp = self.half_sum(bk, list.black_view());
-        } else {
-            let d = self.half_delta(bk, list.black_view(), changed, &changed.old_fb);
-            add(&mut sum.black_kpp, d);
+        let ids = &changed.ids[..changed.count];
+        match moved_king {
+            Some(Color::Black) => {
+                sum.black_kpp =
+                    self.half_after_king_move(bk, list.black_view(), &mut cache.halves[0][bk.index()])
+            }
+            _ => add(&mut sum.black_kpp, self.half_delta(bk, list.black_view(), ids, &changed.old_fb)),
         }
-        if king_moved && mover == Color::White {
-            sum.white_kpp = self.half_sum(wk.inverse(), list.white_view());
-        } else {
-            let d = self.half_delta(wk.inverse(), list.white_view(), changed, &changed.old_fw);
-            add(&mut sum.white_kpp, d);
+        let wk_inv = wk.inverse();
+        match moved_king {
+            Some(Color::White) => {
+                sum.white_kpp =
+                    self.half_after_king_move(wk_inv, list.white_view(), &mut cache.halves[1][wk_inv.index()])
+            }
+            _ => add(&mut sum.white_kpp, self.half_delta(wk_inv, list.white_view(), ids, &changed.old_fw)),
         }
-        if king_moved {
+        if moved_king.is_some() {
             sum.kk_kkp = self.kk_kkp_sum(bk, wk, list.black_view());
         } else {
             for c in 0..changed.count {
@@ -246,6 +278,29 @@ impl KpptTables {
                 sub(&mut sum.kk_kkp, self.kkp(bk, wk, changed.old_fb[c]));
             }
         }
+    }
+}
+
+/// The KPP half last computed for one king square, and the list it was computed for.
+#[derive(Clone, Copy)]
+pub struct KingSquareHalf {
+    list: [BonaPiece; PIECE_LIST_LEN],
+    sum: [i32; 2],
+    valid: bool,
+}
+
+/// Per-game cache of KPP halves by king square (`[Black, White][king square as the
+/// half sees it]`), which makes king moves cheap to evaluate. Valid for one set of
+/// tables only: start a new cache with new tables.
+#[derive(Clone)]
+pub struct KingRefreshCache {
+    halves: Box<[[KingSquareHalf; 81]; 2]>,
+}
+
+impl Default for KingRefreshCache {
+    fn default() -> Self {
+        let empty = KingSquareHalf { list: [0; PIECE_LIST_LEN], sum: [0; 2], valid: false };
+        KingRefreshCache { halves: Box::new([[empty; 81]; 2]) }
     }
 }
 
@@ -334,6 +389,43 @@ impl KpptTables {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::bona_piece::FE_END;
+
+    /// After a king move the half equals the full sum whether it came from the square's
+    /// cached sum (0-8 pieces changed since) or from scratch (more), and the cache then
+    /// holds the new list.
+    #[test]
+    fn king_move_half_equals_full_sum_through_the_cache() {
+        let tables = KpptTables::random(3, 3000);
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut random_piece = || (1 + next() % (FE_END as u64 - 1)) as BonaPiece;
+        let mut list = [0 as BonaPiece; PIECE_LIST_LEN];
+        for p in &mut list {
+            *p = random_piece();
+        }
+        let mut entry = KingSquareHalf { list: [0; PIECE_LIST_LEN], sum: [0; 2], valid: false };
+        let k = Square::from_index(40);
+        for round in 0..400 {
+            let changes = round % 14;
+            for c in 0..changes {
+                list[(c * 7 + round) % PIECE_LIST_LEN] = random_piece();
+            }
+            let got = tables.half_after_king_move(k, &list, &mut entry);
+            assert_eq!(got, tables.half_sum(k, &list), "round {round}, {changes} changes");
+            assert!(entry.valid && entry.list == list && entry.sum == got);
         }
     }
 }

@@ -10,4 +10,4 @@ pub mod patterns;
 pub mod piece_list;
 
 pub use evaluator::{EvalParts, EvalState, Evaluator};
-pub use kppt::{KpptSum, KpptTables};
+pub use kppt::{KingRefreshCache, KpptSum, KpptTables};

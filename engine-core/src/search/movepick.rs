@@ -16,9 +16,8 @@ use super::history::{History, cont_row};
 use super::see::{captured_value, see_ge};
 use crate::eval::material::piece_value;
 use crate::rules::{Bitboard, CheckInfo, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
-use std::mem::MaybeUninit;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct ScoredMove {
     mv: Move,
     score: i32,
@@ -71,7 +70,7 @@ pub struct MovePicker {
     tt_move: Move,
     refutations: [Move; 3],
     refutation_index: usize,
-    moves: [MaybeUninit<ScoredMove>; MAX_MOVES],
+    moves: [ScoredMove; MAX_MOVES],
     cur: usize,
     end: usize,
     /// Losing captures are moved to `0..bad_end` while the good ones are tried.
@@ -91,14 +90,14 @@ pub struct MovePicker {
 
 impl MovePicker {
     /// A picker with no moves, on the heap: searches keep one per ply and re-initialise
-    /// it at every node, so the 4.8 KB move buffer is never copied or cleared.
+    /// it at every node, so the 4.8 KB move buffer is cleared only here.
     pub fn boxed() -> Box<MovePicker> {
         Box::new(MovePicker {
             stage: Stage::Done,
             tt_move: Move::NONE,
             refutations: [Move::NONE; 3],
             refutation_index: 0,
-            moves: [MaybeUninit::uninit(); MAX_MOVES],
+            moves: [ScoredMove::default(); MAX_MOVES],
             cur: 0,
             end: 0,
             bad_end: 0,
@@ -190,14 +189,12 @@ impl MovePicker {
     #[inline]
     fn get(&self, i: usize) -> ScoredMove {
         debug_assert!(i < self.end);
-        // SAFETY: every index below `end` was written by `push` before `end` grew past it,
-        // and `cur`, `bad_end` only index below `end`.
-        unsafe { self.moves[i].assume_init() }
+        self.moves[i]
     }
 
     #[inline]
     fn set(&mut self, i: usize, sm: ScoredMove) {
-        self.moves[i] = MaybeUninit::new(sm);
+        self.moves[i] = sm;
     }
 
     /// Appends the moves of a generator at `end`, leaving out inferior non-promotions
@@ -285,26 +282,26 @@ impl MovePicker {
         b
     }
 
-    /// Sorts `cur..end` by descending score, moves scoring below `limit` only partly
-    /// (they are rarely reached).
-    fn partial_insertion_sort(&mut self, limit: i32) {
+    /// Sorts `cur..end` by descending score, except that moves scoring below `limit`
+    /// (rarely reached) are left unsorted after the others; the first move is always
+    /// sorted. Equal scores keep their generation order.
+    ///
+    /// Shogi nodes have 100+ quiet moves, so this partitions in one pass and then runs a
+    /// stable O(n log n) sort instead of inserting one move at a time (O(n²) moves; 4% of
+    /// the search's time). The order is the same as an insertion sort's.
+    fn partial_sort(&mut self, limit: i32) {
         let (begin, end) = (self.cur, self.end);
+        if end <= begin + 1 {
+            return;
+        }
         let mut sorted_end = begin;
         for p in begin + 1..end {
-            let tmp = self.get(p);
-            if tmp.score >= limit {
+            if self.moves[p].score >= limit {
                 sorted_end += 1;
-                let moved = self.get(sorted_end);
-                self.set(p, moved);
-                let mut q = sorted_end;
-                while q != begin && self.get(q - 1).score < tmp.score {
-                    let prev = self.get(q - 1);
-                    self.set(q, prev);
-                    q -= 1;
-                }
-                self.set(q, tmp);
+                self.moves.swap(sorted_end, p);
             }
         }
+        self.moves[begin..=sorted_end].sort_by_key(|m| std::cmp::Reverse(m.score));
     }
 
     fn is_refutation(&self, m: Move) -> bool {
@@ -386,7 +383,7 @@ impl MovePicker {
                         }
                         self.append(&list, false);
                         self.score_quiets(history);
-                        self.partial_insertion_sort(-3000 * self.depth);
+                        self.partial_sort(-3000 * self.depth);
                     }
                     self.stage = Stage::Quiet;
                 }
@@ -513,6 +510,55 @@ mod tests {
             }
         }
         assert!(pickers >= 600);
+    }
+
+    /// The partition + stable sort puts moves in the same order as the insertion sort
+    /// it replaced (kept here as the reference), ties and unsorted tail included.
+    #[test]
+    fn partial_sort_matches_insertion_sort() {
+        fn reference(v: &mut [ScoredMove], limit: i32) {
+            let mut sorted_end = 0;
+            for p in 1..v.len() {
+                let tmp = v[p];
+                if tmp.score >= limit {
+                    sorted_end += 1;
+                    v[p] = v[sorted_end];
+                    let mut q = sorted_end;
+                    while q != 0 && v[q - 1].score < tmp.score {
+                        v[q] = v[q - 1];
+                        q -= 1;
+                    }
+                    v[q] = tmp;
+                }
+            }
+        }
+        let silver = crate::rules::Piece::new(crate::rules::Color::Black, PieceType::Silver);
+        let distinct =
+            |i: usize| Move::new_board(Square::from_index(i / 81), Square::from_index(i % 81), false, silver);
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..2000 {
+            let len = (next() % 200) as usize;
+            let spread = [4, 50, 20000][round % 3];
+            let moves: Vec<ScoredMove> = (0..len)
+                .map(|i| ScoredMove { mv: distinct(i), score: (next() % spread) as i32 - spread as i32 / 2 })
+                .collect();
+            let limit = (next() % spread) as i32 - spread as i32 / 2;
+            let mut want = moves.clone();
+            reference(&mut want, limit);
+            let mut mp = MovePicker::boxed();
+            mp.cur = 3;
+            mp.end = 3 + len;
+            mp.moves[3..3 + len].copy_from_slice(&moves);
+            mp.partial_sort(limit);
+            let got: Vec<Move> = mp.moves[3..3 + len].iter().map(|m| m.mv).collect();
+            assert_eq!(got, want.iter().map(|m| m.mv).collect::<Vec<_>>(), "round {round}");
+        }
     }
 
     #[test]
