@@ -65,6 +65,29 @@ fn eval_json_parts() {
     assert_eq!(v["patterns"], 0);
 }
 
+/// Commands take positions the USI way: after 7g7f 3c3d 8h2b+ Black has won a bishop, and
+/// White (to move) is a bishop down whichever form the position comes in.
+#[test]
+fn positions_are_taken_the_usi_way() {
+    let forms = [
+        "startpos moves 7g7f 3c3d 8h2b+",
+        "position startpos moves 7g7f 3c3d 8h2b+",
+        "sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1 moves 7g7f 3c3d 8h2b+",
+    ];
+    for form in forms {
+        let (code, out, err) = keima(&["eval", "--sfen", form, "--json"]);
+        assert_eq!(code, 0, "{form}: {err}");
+        let v = json(&out);
+        assert!(v["material"].as_i64().unwrap() < -500, "{form}: {out}");
+        let (code, out, err) = keima(&["moves", "--sfen", form, "--json"]);
+        assert_eq!(code, 0, "{form}: {err}");
+        assert!(json(&out)["moves"].as_array().unwrap().iter().any(|m| m == "8b2b"), "{form}: {out}");
+    }
+    let (code, _, err) = keima(&["eval", "--sfen", "startpos moves 7g7f 7g7f"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("move 2 (7g7f)"), "{err}");
+}
+
 #[test]
 fn eval_with_missing_eval_dir_names_the_file() {
     let (code, _, err) = keima(&["eval", "--eval", "/nonexistent-keima-dir", "--json"]);

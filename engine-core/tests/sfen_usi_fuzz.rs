@@ -1,7 +1,8 @@
-//! SFEN and USI-move parsers never panic: random strings, token soups and mutated valid
-//! inputs give Ok or Err; anything accepted is a valid position that round-trips.
+//! SFEN, USI-move and USI-position parsers never panic: random strings, token soups and
+//! mutated valid inputs give Ok or Err; anything accepted is a valid position that
+//! round-trips.
 
-use engine_core::rules::Position;
+use engine_core::rules::{Position, UsiPosition};
 use proptest::prelude::*;
 
 const SFENS: &[&str] = &[
@@ -15,6 +16,17 @@ fn check_sfen(text: &str) {
     if let Ok(pos) = Position::from_sfen(text) {
         assert!(pos.validate().is_ok(), "{text}");
         assert_eq!(Position::from_sfen(&pos.to_sfen()).unwrap(), pos, "{text}");
+    }
+}
+
+fn check_usi_position(text: &str) {
+    if let Ok(u) = UsiPosition::parse(text) {
+        let mut pos = u.start;
+        for &m in &u.moves {
+            assert!(pos.is_legal(m), "{text}");
+            pos.do_move(m);
+        }
+        assert!(pos.validate().is_ok(), "{text}");
     }
 }
 
@@ -35,6 +47,15 @@ proptest! {
     fn random_strings(s in "\\PC{0,120}") {
         check_sfen(&s);
         check_usi(&s);
+        check_usi_position(&s);
+    }
+
+    #[test]
+    fn usi_position_soup(
+        setup in prop::sample::select(vec!["startpos", "position startpos", "sfen 7lk/9/8S/9/9/9/9/7L1/8K b P 1", "moves", ""]),
+        moves in prop::collection::vec("[1-9a-iPLNSGBRK*+]{1,5}|7g7f|3c3d|2g2f|8c8d|moves", 0..12),
+    ) {
+        check_usi_position(&format!("{setup} moves {}", moves.join(" ")));
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 #[derive(Args)]
 pub struct EvalArgs {
-    /// `startpos` or an SFEN.
+    /// A position as the USI `position` command takes it: `startpos`, `sfen <SFEN>` or a
+    /// bare SFEN, then optionally `moves 7g7f 3c3d ...`.
     #[arg(long, default_value = "startpos")]
     sfen: String,
     /// Directory with KK_synthesized.bin, KKP_synthesized.bin, KPP_synthesized.bin

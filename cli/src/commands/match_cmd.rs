@@ -16,9 +16,8 @@ use crate::usi_client::{BestMove, ClientError, UsiClient, engine_argv};
 use clap::{ArgGroup, Args};
 use engine_core::play::match_stats::{CsaEnd, CsaRecord, MatchStats, csa_time, format_elo};
 use engine_core::play::sprt::{Pentanomial, Sprt, SprtStatus};
-use engine_core::play::usi_engine::parse_position_command;
 use engine_core::rules::game::{GameRules, can_declare_win};
-use engine_core::rules::{Color, Game, GameEnd, Move, Position};
+use engine_core::rules::{Color, Game, GameEnd, Move, Position, UsiPosition};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::collections::HashMap;
@@ -366,7 +365,7 @@ fn load_openings(args: &MatchArgs) -> Result<Vec<Opening>, String> {
         .map(|k| {
             let (line_no, line) = lines[(args.opening_start + k) % lines.len()];
             let line = line.strip_prefix("position ").unwrap_or(line);
-            let (root, moves) = parse_position_command(line)
+            let UsiPosition { start: root, moves } = UsiPosition::parse(line)
                 .map_err(|e| format!("--openings {} line {}: {e}", path.display(), line_no + 1))?;
             let root_cmd = match line.split_whitespace().next() {
                 Some("startpos") => "startpos".to_string(),

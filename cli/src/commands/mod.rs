@@ -25,11 +25,14 @@ pub mod worker;
 /// Errors of a subcommand, already phrased for a person.
 pub type CommandResult = Result<std::process::ExitCode, String>;
 
-/// Parses `startpos`, `sfen ...` or a bare SFEN, with an error that says what to fix.
-pub fn parse_position(sfen: &str) -> Result<engine_core::rules::Position, String> {
-    engine_core::rules::Position::from_sfen(sfen).map_err(|e| {
+/// Parses a position as the USI `position` command gives it (`startpos`, `sfen <SFEN>`
+/// or a bare SFEN, then optionally `moves ...`) and returns the position after the moves,
+/// with an error that says what to fix.
+pub fn parse_position(text: &str) -> Result<engine_core::rules::Position, String> {
+    engine_core::rules::UsiPosition::parse(text).map(|u| u.current()).map_err(|e| {
         format!(
-            "--sfen {sfen:?}: {e} (give `startpos` or a full SFEN such as \"{}\")",
+            "--sfen {text:?}: {e} (give what the USI `position` command takes, e.g. `startpos moves 7g7f` \
+             or a full SFEN such as \"{}\")",
             engine_core::rules::STARTPOS_SFEN
         )
     })

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct MovesArgs {
-    /// `startpos` or an SFEN.
+    /// A position as the USI `position` command takes it: `startpos`, `sfen <SFEN>` or a
+    /// bare SFEN, then optionally `moves 7g7f 3c3d ...`.
     #[arg(long, default_value = "startpos")]
     sfen: String,
     /// Print `{"moves":[...]}`.

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct PerftArgs {
-    /// `startpos` or an SFEN.
+    /// A position as the USI `position` command takes it: `startpos`, `sfen <SFEN>` or a
+    /// bare SFEN, then optionally `moves 7g7f 3c3d ...`.
     #[arg(long, default_value = "startpos")]
     sfen: String,
     /// Plies to search.

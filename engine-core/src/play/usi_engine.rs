@@ -15,7 +15,7 @@
 use crate::eval::Evaluator;
 use crate::eval::kppt_file::load_kppt_dir;
 use crate::eval::patterns::file as pattern_file;
-use crate::rules::{Color, Move, Position};
+use crate::rules::{Color, Move, Position, UsiPosition};
 use crate::search::{Info, Limits, SearchResult, Searcher, TranspositionTable};
 use std::io::{self, BufRead, Write};
 use std::path::Path;
@@ -124,29 +124,6 @@ pub fn time_limits(go: &GoParams, side: Color, network_delay_ms: u64) -> Option<
     let soft = hard.min((remaining / 40 + inc + byoyomi).saturating_sub(margin));
     let free = hard.min(byoyomi.saturating_sub(margin));
     Some(Clock { hard: ms(hard), soft: ms(soft), free: ms(free) })
-}
-
-/// Parses the words after `position`: `startpos|sfen <sfen> [moves m1 m2 ...]`. Every move
-/// is checked for legality.
-pub fn parse_position_command(args: &str) -> Result<(Position, Vec<Move>), String> {
-    let words: Vec<&str> = args.split_whitespace().collect();
-    let moves_at = words.iter().position(|&w| w == "moves").unwrap_or(words.len());
-    let (setup, moves) = (&words[..moves_at], &words[(moves_at + 1).min(words.len())..]);
-    let start = match setup {
-        ["startpos"] => Position::startpos(),
-        ["sfen", rest @ ..] if !rest.is_empty() => {
-            Position::from_sfen(&rest.join(" ")).map_err(|e| format!("bad sfen: {e}"))?
-        }
-        _ => return Err("expected `position startpos|sfen <sfen> [moves ...]`".to_string()),
-    };
-    let mut pos = start;
-    let mut list = Vec::with_capacity(moves.len());
-    for (i, text) in moves.iter().enumerate() {
-        let m = pos.parse_usi_move(text).map_err(|e| format!("move {} ({text}): {e}", i + 1))?;
-        pos.do_move(m);
-        list.push(m);
-    }
-    Ok((start, list))
 }
 
 /// One `info` line for a finished iteration.
@@ -300,8 +277,8 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                     s.clear_heuristics();
                 }
             }
-            "position" => match parse_position_command(args) {
-                Ok((start, moves)) => {
+            "position" => match UsiPosition::parse(args) {
+                Ok(UsiPosition { start, moves }) => {
                     self.start = start;
                     self.moves = moves;
                 }
@@ -548,19 +525,6 @@ mod tests {
         assert_eq!(time_limits(&go("depth 5"), Color::Black, 120), None);
     }
 
-    #[test]
-    fn position_command_checks_moves() {
-        let (start, moves) = parse_position_command("startpos moves 7g7f 3c3d").unwrap();
-        assert!(start == Position::startpos());
-        assert_eq!(moves.len(), 2);
-        let (_, none) = parse_position_command("sfen 4k4/9/9/9/9/9/9/9/4K4 b G 1").unwrap();
-        assert!(none.is_empty());
-        assert!(parse_position_command("startpos moves 7g7f 7g7f").is_err());
-        assert!(parse_position_command("startpos moves 1a1b").is_err());
-        assert!(parse_position_command("sfen garbage").is_err());
-        assert!(parse_position_command("").is_err());
-    }
-
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
 
@@ -597,11 +561,7 @@ mod tests {
         let out = buf.take();
         let last = out.lines().last().unwrap();
         let mv = last.strip_prefix("bestmove ").unwrap();
-        let (start, moves) = parse_position_command("startpos moves 7g7f 3c3d").unwrap();
-        let mut pos = start;
-        moves.iter().for_each(|&m| {
-            pos.do_move(m);
-        });
+        let pos = UsiPosition::parse("startpos moves 7g7f 3c3d").unwrap().current();
         assert!(pos.parse_usi_move(mv).is_ok(), "{out}");
         assert!(out.lines().any(|l| l.starts_with("info depth 2 ")), "{out}");
 

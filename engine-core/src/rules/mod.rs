@@ -16,5 +16,5 @@ pub use bitboard::Bitboard;
 pub use game::{Game, GameEnd, GameOutcome};
 pub use movegen::{CheckInfo, MAX_MOVES, MoveList};
 pub use position::{MoveDelta, Position};
-pub use sfen::{HANDICAPS, STARTPOS_SFEN, SfenError, UsiMoveError};
+pub use sfen::{HANDICAPS, STARTPOS_SFEN, SfenError, UsiMoveError, UsiPosition, UsiPositionError};
 pub use types::{Color, Hand, Move, Piece, PieceType, Square};

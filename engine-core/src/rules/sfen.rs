@@ -45,6 +45,61 @@ pub enum UsiMoveError {
     Illegal(String),
 }
 
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum UsiPositionError {
+    #[error("{0}")]
+    Sfen(#[from] SfenError),
+    #[error("move {number} ({text}): {source}")]
+    Move { number: usize, text: String, source: UsiMoveError },
+    #[error("expected `startpos`, `sfen <SFEN>` or a bare SFEN, then optionally `moves m1 m2 ...`")]
+    Setup,
+}
+
+/// A position the way the USI `position` command gives it: where the game started and
+/// the moves played since (each checked for legality).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsiPosition {
+    pub start: Position,
+    pub moves: Vec<Move>,
+}
+
+impl UsiPosition {
+    /// Parses `[position] startpos|sfen <SFEN>|<SFEN> [moves m1 m2 ...]`.
+    pub fn parse(text: &str) -> Result<UsiPosition, UsiPositionError> {
+        let text = text.trim();
+        let text =
+            text.strip_prefix("position").filter(|t| t.is_empty() || t.starts_with(' ')).unwrap_or(text);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let moves_at = words.iter().position(|&w| w == "moves").unwrap_or(words.len());
+        let (setup, moves) = (&words[..moves_at], &words[(moves_at + 1).min(words.len())..]);
+        if setup.is_empty() || setup == ["sfen"] {
+            return Err(UsiPositionError::Setup);
+        }
+        let start = Position::from_sfen(&setup.join(" "))?;
+        let mut pos = start;
+        let mut list = Vec::with_capacity(moves.len());
+        for (i, text) in moves.iter().enumerate() {
+            let m = pos.parse_usi_move(text).map_err(|source| UsiPositionError::Move {
+                number: i + 1,
+                text: text.to_string(),
+                source,
+            })?;
+            pos.do_move(m);
+            list.push(m);
+        }
+        Ok(UsiPosition { start, moves: list })
+    }
+
+    /// The position after all the moves.
+    pub fn current(&self) -> Position {
+        let mut pos = self.start;
+        for &m in &self.moves {
+            pos.do_move(m);
+        }
+        pos
+    }
+}
+
 fn parse_square(file: u8, rank: u8) -> Option<Square> {
     let f = file.checked_sub(b'1')?;
     let r = rank.checked_sub(b'a')?;
@@ -301,6 +356,45 @@ fn parse_hands(pos: &mut Position, text: &str) -> Result<(), SfenError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every form the USI `position` command accepts, with or without the keyword, gives
+    /// the same start and moves; bad input names what is wrong.
+    #[test]
+    fn usi_positions_in_every_form() {
+        crate::rules::attacks::init();
+        let after = {
+            let mut p = Position::startpos();
+            let m = p.parse_usi_move("7g7f").unwrap();
+            p.do_move(m);
+            p
+        };
+        let forms = [
+            "startpos moves 7g7f 3c3d",
+            "position startpos moves 7g7f 3c3d",
+            &format!("sfen {STARTPOS_SFEN} moves 7g7f 3c3d"),
+            &format!("{STARTPOS_SFEN} moves 7g7f 3c3d"),
+            &format!("position sfen {} moves 3c3d", after.to_sfen()),
+        ];
+        let want = UsiPosition::parse(forms[0]).unwrap().current();
+        for f in forms {
+            let u = UsiPosition::parse(f).unwrap_or_else(|e| panic!("{f}: {e}"));
+            assert_eq!(u.current().to_sfen(), want.to_sfen(), "{f}");
+        }
+        assert_eq!(UsiPosition::parse("startpos").unwrap().moves.len(), 0);
+        assert_eq!(UsiPosition::parse("startpos moves").unwrap().moves.len(), 0);
+        assert!(matches!(
+            UsiPosition::parse("startpos moves 7g7f 7g7f"),
+            Err(UsiPositionError::Move { number: 2, .. })
+        ));
+        assert!(matches!(
+            UsiPosition::parse("startpos moves 1a1b"),
+            Err(UsiPositionError::Move { number: 1, .. })
+        ));
+        assert!(matches!(UsiPosition::parse("sfen garbage"), Err(UsiPositionError::Sfen(_))));
+        assert_eq!(UsiPosition::parse(""), Err(UsiPositionError::Setup));
+        assert_eq!(UsiPosition::parse("position"), Err(UsiPositionError::Setup));
+        assert_eq!(UsiPosition::parse("moves 7g7f"), Err(UsiPositionError::Setup));
+    }
 
     #[test]
     fn sfen_round_trips() {
