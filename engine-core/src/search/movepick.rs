@@ -535,13 +535,8 @@ mod tests {
         let silver = crate::rules::Piece::new(crate::rules::Color::Black, PieceType::Silver);
         let distinct =
             |i: usize| Move::new_board(Square::from_index(i / 81), Square::from_index(i % 81), false, silver);
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::learn::data::Rng::new(0x1234_5678_9abc_def0);
+        let mut next = move || rng.next_u64();
         for round in 0..2000 {
             let len = (next() % 200) as usize;
             let spread = [4, 50, 20000][round % 3];
