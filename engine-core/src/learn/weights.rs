@@ -229,8 +229,10 @@ pub fn check_file_space(file: &File, len: u64, path: &Path) -> Result<(), Weight
     use std::os::fd::AsRawFd;
     let io = |what| move |source| WeightsError::Io { path: path.to_path_buf(), what, source };
     let allocated = std::os::unix::fs::MetadataExt::blocks(&file.metadata().map_err(io("stat"))?) * 512;
-    // SAFETY: fstatvfs writes into the zeroed struct we pass; the fd is ours.
+    // SAFETY: statvfs is a plain C struct of integers, valid when zeroed.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the fd is open for the whole call (we hold `file`) and `st` is a valid,
+    // writable statvfs.
     if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 {
         return Err(io("statvfs")(std::io::Error::last_os_error()));
     }
@@ -542,7 +544,9 @@ mod tests {
         check_file_space(&f, 64 << 20, &path).unwrap();
         // SAFETY: as in check_file_space.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::fstatvfs(std::os::fd::AsRawFd::as_raw_fd(&f), &mut st) }, 0);
+        // SAFETY: as in check_file_space.
+        let status = unsafe { libc::fstatvfs(std::os::fd::AsRawFd::as_raw_fd(&f), &mut st) };
+        assert_eq!(status, 0);
         let free = st.f_bavail as u64 * st.f_frsize as u64;
         let huge = free + (1 << 30);
         match check_file_space(&f, huge, &path) {
