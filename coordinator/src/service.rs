@@ -388,5 +388,7 @@ pub fn status_of(core: &Core) -> v1::StatusReply {
         finished: c.pending == 0 && c.leased == 0,
         shards_failed: c.failed,
         elapsed_s: elapsed,
+        server_faults: t.server_faults,
+        teacher_records_kept: t.teacher_records_kept,
     }
 }
