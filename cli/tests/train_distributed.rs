@@ -5,6 +5,9 @@
 //! - kill -9 of a worker mid-shard: the shard is re-leased and the counts reconcile with a
 //!   run without faults; kill -9 of the coordinator, then `--resume`: nothing acknowledged
 //!   is lost, nothing is merged twice, the run completes;
+//! - a deterministic run whose coordinator is killed (kill -9, and aborts injected at the
+//!   steps of checkpoints and merges) and whose workers are killed ends byte-identical to
+//!   a run without faults, with every merge counter equal;
 //! - bad pushes (wrong token, wrong dims, NaN, oversized, duplicate) are rejected or
 //!   ignored and the run goes on.
 
@@ -56,10 +59,15 @@ fn stderr(o: &Output) -> String {
 }
 
 fn spawn(args: &[&str]) -> Proc {
+    spawn_env(args, &[])
+}
+
+fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
     Proc(
         Command::new(KEIMA)
             .args(args)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -95,6 +103,20 @@ fn status(run: &Path) -> serde_json::Value {
     let url = std::fs::read_to_string(run.join("coordinator.url")).unwrap();
     let out = run_ok(&["status", &url, "--token-file", s(&run.join("token")), "--json"]);
     serde_json::from_str(&out).unwrap()
+}
+
+/// The coordinator's counters, or `None` while it does not answer.
+fn try_status(run: &Path) -> Option<serde_json::Value> {
+    let url = std::fs::read_to_string(run.join("coordinator.url")).ok()?;
+    let out = Command::new(KEIMA)
+        .args(["status", &url, "--token-file", s(&run.join("token")), "--json"])
+        .env("RUST_LOG", "off")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
 }
 
 fn free_port() -> u16 {
@@ -309,6 +331,140 @@ fn killed_worker_and_killed_coordinator_lose_and_repeat_nothing() {
     assert_eq!(kept_records(&run), kept_records(&ref_run));
 }
 
+/// A deterministic self-play run (one shard leased at a time, one thread per worker, so the
+/// result does not depend on who computes what or how often).
+fn deterministic_config(d: &Path, run: &Path, port: u16) -> PathBuf {
+    let cfg = d.join(format!("det-{port}.toml"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "run_dir = {run:?}\ndeterministic = true\nseed = 7\n[learn]\n{LEARN_KEYS}\n[selfplay]\nshards = 10\n\
+             games_per_shard = 2\nnodes = 300\nrandom_moves = 8\nmax_plies = 80\n[coordinator]\n\
+             listen = \"127.0.0.1:{port}\"\nmetrics_listen = \"\"\nlease_seconds = 3\nheartbeat_ms = 300\n\
+             checkpoint_every = 2\nkeep_checkpoints = 2\nkeep_teacher_records = true\nexport = false\n\
+             [local_workers]\ncount = 0\n"
+        ),
+    )
+    .unwrap();
+    cfg
+}
+
+fn worker_with_threads(run: &Path, name: &str, threads: &str) -> Proc {
+    let url = std::fs::read_to_string(run.join("coordinator.url")).unwrap();
+    spawn(&[
+        "worker",
+        "--coordinator",
+        &url,
+        "--token-file",
+        s(&run.join("token")),
+        "--name",
+        name,
+        "--threads",
+        threads,
+        "--give-up-after",
+        "120",
+    ])
+}
+
+/// Waits for a coordinator process to stop on an injected fault and checks that it did.
+fn expect_abort(mut p: Proc, point: &str) {
+    let (ok, out, err) = wait_exit(&mut p, Duration::from_secs(240));
+    assert!(!ok, "the coordinator finished instead of aborting at {point}: {out}\n{err}");
+    assert!(err.contains(&format!("KEIMA_FAULT: aborting at {point}")), "{point}: {err}");
+}
+
+/// The counters a merge changes, from a checkpoint's state.json, plus the shards done.
+fn merge_counters(state: &serde_json::Value) -> serde_json::Value {
+    let t = &state["totals"];
+    let done = state["queue"]["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["state"].get("done").is_some())
+        .count();
+    serde_json::json!({
+        "weights_version": state["weights_version"],
+        "shards_done": done,
+        "merges": t["merges"],
+        "positions_merged": t["positions_merged"],
+        "positions_used": t["positions_used"],
+        "gradient_entries_merged": t["gradient_entries_merged"],
+        "loss_sum": t["loss_sum"],
+        "staleness_sum": t["staleness_sum"],
+        "teacher_records_kept": t["teacher_records_kept"],
+    })
+}
+
+#[test]
+fn deterministic_run_killed_at_every_step_equals_the_run_without_faults() {
+    let tmp = tmp("detkill");
+    let d = tmp.path();
+    // Reference: no faults.
+    let ref_run = d.join("ref");
+    let coordinator = spawn(&["train", "--config", s(&deterministic_config(d, &ref_run, 0)), "--quiet"]);
+    wait_for("coordinator", Duration::from_secs(60), || ref_run.join("coordinator.url").exists());
+    let _w = worker_with_threads(&ref_run, "ref", "1");
+    let (_, ref_state) = finish(coordinator, &ref_run);
+    let expected = merge_counters(&ref_state);
+    assert_eq!(expected["shards_done"], 10, "{expected}");
+    assert!(expected["teacher_records_kept"].as_u64().unwrap() > 100, "{expected}");
+
+    let run = d.join("faults");
+    let cfg = deterministic_config(d, &run, free_port());
+    let resume =
+        |fault: &str| spawn_env(&["train", "--resume", s(&run), "--quiet"], &[("KEIMA_FAULT", fault)]);
+    // 1. Abort while writing the checkpoint of version 2 (ckpt-2.tmp is left behind).
+    let c = spawn_env(&["train", "--config", s(&cfg), "--quiet"], &[("KEIMA_FAULT", "checkpoint:weights@2")]);
+    wait_for("coordinator", Duration::from_secs(60), || run.join("coordinator.url").exists());
+    let w1 = worker_with_threads(&run, "one", "1");
+    let w2 = worker_with_threads(&run, "two", "1");
+    expect_abort(c, "checkpoint:weights");
+    // 2. Abort after ckpt-4 is complete and older ones are pruned, before the journal is.
+    expect_abort(resume("checkpoint:pruned@4"), "checkpoint:pruned");
+    // 3. Workers killed (maybe mid-shard); the resumed coordinator, stopped by SIGTERM
+    //    before any merge, rewrites ckpt-4 and aborts with the old one moved aside.
+    drop((w1, w2));
+    let c = resume("checkpoint:aside");
+    wait_for("resumed coordinator", Duration::from_secs(60), || try_status(&run).is_some());
+    // The SIGTERM handler is installed right after the server starts answering.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(Command::new("kill").args(["-TERM", &c.0.id().to_string()]).status().unwrap().success());
+    expect_abort(c, "checkpoint:aside");
+    // 4. Abort after merge 6 is journaled, before it is applied or acknowledged.
+    let c = resume("merge:journaled@6");
+    wait_for("resumed coordinator", Duration::from_secs(60), || try_status(&run).is_some());
+    let _w3 = worker_with_threads(&run, "three", "1");
+    let _w4 = worker_with_threads(&run, "four", "1");
+    expect_abort(c, "merge:journaled");
+    // 5. kill -9 at whatever moment version 7 is first seen.
+    let mut c = resume("");
+    wait_for("version 7", Duration::from_secs(120), || {
+        try_status(&run).is_some_and(|st| st["weights_version"].as_u64().unwrap() >= 7)
+            || c.0.try_wait().unwrap().is_some()
+    });
+    let finished_already = c.0.try_wait().unwrap().is_some();
+    let c = if finished_already {
+        c
+    } else {
+        c.0.kill().unwrap();
+        let _ = c.0.wait();
+        drop(c);
+        // 6. The rest, without faults.
+        resume("")
+    };
+    let (out, state) = finish(c, &run);
+    assert!(out.starts_with("done:"), "{out}");
+    assert_eq!(merge_counters(&state), expected);
+    assert_eq!(kept_records(&run), kept_records(&ref_run));
+    same_weights(&run.join("weights.kw"), &ref_run.join("weights.kw"));
+    let left: Vec<_> = std::fs::read_dir(run.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.chars().skip(5).all(|c| c.is_ascii_digit()))
+        .collect();
+    assert!(left.is_empty(), "unfinished checkpoints left: {left:?}");
+}
+
 type Client = CoordinatorClient<tonic::transport::Channel>;
 
 fn request<T>(msg: T, token: &str) -> tonic::Request<T> {
@@ -326,28 +482,24 @@ fn push_of(
     entries: u64,
     raw_for_sum: &[u8],
 ) -> Vec<v1::PushChunk> {
-    let mut sum = sparse::Fnv64::default();
-    sum.update(raw_for_sum);
+    let mut payload = sparse::Fnv64::default();
+    payload.update(raw_for_sum);
+    let header = v1::PushHeader {
+        protocol: keima_proto::PROTOCOL_VERSION,
+        worker_id: worker_id.into(),
+        shard_id: shard,
+        attempt: 1,
+        weights_version: version,
+        layout: Some(layout),
+        gradient_entries: entries,
+        teacher_records: 0,
+    };
+    let stats = v1::ShardStats { positions: 3, used: 3, loss_sum: 2.0, ..Default::default() };
+    let checksum = keima_proto::seal::push_checksum(payload, &header, &stats);
     vec![
-        v1::PushChunk {
-            part: Some(Part::Header(v1::PushHeader {
-                protocol: keima_proto::PROTOCOL_VERSION,
-                worker_id: worker_id.into(),
-                shard_id: shard,
-                attempt: 1,
-                weights_version: version,
-                layout: Some(layout),
-                gradient_entries: entries,
-                teacher_records: 0,
-            })),
-        },
+        v1::PushChunk { part: Some(Part::Header(header)) },
         v1::PushChunk { part: Some(Part::Gradient(gradient_blob)) },
-        v1::PushChunk {
-            part: Some(Part::Trailer(v1::PushTrailer {
-                stats: Some(v1::ShardStats { positions: 3, used: 3, loss_sum: 2.0, ..Default::default() }),
-                checksum: sum.0,
-            })),
-        },
+        v1::PushChunk { part: Some(Part::Trailer(v1::PushTrailer { stats: Some(stats), checksum })) },
     ]
 }
 

@@ -222,6 +222,8 @@ pub struct CoordinatorSection {
     pub stale_policy: StalePolicy,
     /// Checkpoint every N merges (and at the end, and on SIGINT/SIGTERM).
     pub checkpoint_every: u64,
+    /// Checkpoints kept (0 = all). The journal is kept back to the oldest of them, so any
+    /// of them can resume (with 0 it is never pruned).
     pub keep_checkpoints: usize,
     /// Largest accepted push (all chunk payloads, compressed), MiB.
     pub max_push_mib: u64,

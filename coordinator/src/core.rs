@@ -2,10 +2,13 @@
 //! from the config, lease, heartbeat, give back, merge a push exactly once (journal first),
 //! checkpoint, resume, export. The gRPC service (`service.rs`) is a thin layer over this.
 
-use crate::checkpoint::{self, CheckpointState, Totals};
+use crate::checkpoint::{self, CheckpointError, CheckpointState, Totals};
 use crate::config::{StalePolicy, TrainConfig};
+use crate::error::PushError;
+use crate::fault::{FaultPoint, Faults};
+use crate::fsutil::IoError;
 use crate::journal::{self, JournalMeta};
-use crate::queue::{LeaseDecision, PushDecision, Queue, ShardSpec};
+use crate::queue::{LeaseDecision, LeaseProblem, PushDecision, Queue, ShardSpec};
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::trainer::{ValidationMetrics, pattern_hash, start_weights, validate};
@@ -26,7 +29,12 @@ pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A verified upload, ready to merge.
+/// Positions one shard may claim when nothing tighter is known (its records are not sent
+/// back): far above any real shard, and low enough that no sum of them overflows.
+pub const MAX_SHARD_POSITIONS: u64 = 1 << 32;
+
+/// A verified upload (checksum, structure, values), ready to be checked against its lease
+/// and merged.
 pub struct ReceivedPush {
     pub worker_id: String,
     pub shard_id: u64,
@@ -37,6 +45,8 @@ pub struct ReceivedPush {
     pub records: Vec<u8>,
     pub stats: v1::ShardStats,
     pub wire_bytes: u64,
+    /// When the upload was complete: the lease must have been live then.
+    pub received_ms: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -69,10 +79,13 @@ pub struct Core {
     /// One thread for validation searches (built once, not per metrics line).
     validation_pool: rayon::ThreadPool,
     pub last_validation: Mutex<Option<ValidationMetrics>>,
-    /// Version of the newest checkpoint written by this process (none is rewritten).
-    last_checkpoint: Mutex<Option<u64>>,
+    /// What the newest checkpoint written by this process holds (version, queue without
+    /// leases, totals): an unchanged state is not written again.
+    last_checkpoint: Mutex<Option<(u64, Queue, Totals)>>,
     /// Loss and positions since the last metrics line.
     interval: Mutex<(f64, u64)>,
+    /// Crash points armed by tests (nothing in a build without `fault-injection`).
+    pub faults: Faults,
 }
 
 fn pattern_bytes(cfg: &TrainConfig) -> Result<(Option<PatternSet>, Vec<u8>), String> {
@@ -244,16 +257,24 @@ impl Core {
                 let _ = std::fs::remove_file(&wpath);
             })?;
         std::fs::remove_dir_all(journal::dir(&core.run_dir)).ok();
+        checkpoint::recover(&core.run_dir).map_err(|e| e.to_string())?;
         // A checkpoint at version 0, so a crash before the first regular checkpoint can
         // resume from it plus the journal (cheap: the weight file is still mostly holes).
-        core.checkpoint()?;
+        core.checkpoint().map_err(|e| e.to_string())?;
         Ok(core)
     }
 
     /// Continues a run from its newest valid checkpoint plus the journal after it.
     /// Returns the core and warnings (skipped checkpoints).
     pub fn resume(path: &Path, listen: Option<String>) -> Result<(Core, Vec<String>), String> {
+        let mut repairs = Vec::new();
+        if !path.join(checkpoint::STATE_FILE).is_file() {
+            // A run directory: finish or undo a checkpoint a crash interrupted first, so
+            // the newest complete one is found.
+            repairs = checkpoint::recover(path).map_err(|e| e.to_string())?;
+        }
         let (dir, state, mut ckw, mut warnings) = checkpoint::load_newest(path)?;
+        warnings.splice(0..0, repairs);
         let mut cfg = state.config.clone();
         if let Some(l) = listen {
             cfg.coordinator.listen = l;
@@ -266,6 +287,11 @@ impl Core {
         let (patterns, pattern_file) = pattern_bytes(&cfg)?;
         let mut queue = state.queue.clone();
         queue.release_all_leases();
+        warnings.extend(checkpoint::recover(&run_dir).map_err(|e| e.to_string())?);
+        let unfinished = journal::remove_unfinished(&run_dir).map_err(|e| e.to_string())?;
+        if unfinished > 0 {
+            warnings.push(format!("removed {unfinished} unfinished journal entries (never acknowledged)"));
+        }
         let core =
             Self::assemble(cfg, file, patterns, pattern_file, queue, state.totals.clone(), state.run_id)?;
         let replayed = core.replay_journal()?;
@@ -330,6 +356,7 @@ impl Core {
             last_validation: Mutex::new(None),
             last_checkpoint: Mutex::new(None),
             interval: Mutex::new((0.0, 0)),
+            faults: Faults::from_env()?,
         })
     }
 
@@ -349,20 +376,19 @@ impl Core {
                 ));
             }
             let (meta, grads) = journal::read(&path, self.layout.features)?;
-            w.merge(&grads, meta.used);
-            let mut q = self.queue.lock().unwrap();
-            q.mark_done(meta.shard_id, meta.seq, meta.positions);
-            let mut t = self.totals.lock().unwrap();
-            t.merges += 1;
-            t.positions_merged += meta.positions;
-            t.positions_used += meta.used;
-            t.gradient_entries_merged += meta.entries;
-            t.loss_sum += meta.loss_sum;
-            t.staleness_sum += seq - 1 - meta.computed_on;
+            self.apply_merge(&mut w, &meta, &grads);
             n += 1;
         }
-        self.version.store(w.version(), Ordering::SeqCst);
         Ok(n)
+    }
+
+    /// Applies a journaled merge: weights, queue, totals, version. The live merge and
+    /// journal replay both go through here.
+    fn apply_merge(&self, w: &mut WeightState, meta: &JournalMeta, grads: &[(u32, [f32; 2])]) {
+        w.merge(grads, meta.used);
+        self.version.store(w.version(), Ordering::SeqCst);
+        self.queue.lock().unwrap().mark_done(meta.shard_id, meta.seq, meta.positions);
+        self.totals.lock().unwrap().add_merge(meta);
     }
 
     pub fn lease_ms(&self) -> u64 {
@@ -470,8 +496,8 @@ impl Core {
         }
     }
 
-    pub fn heartbeat(&self, shard: u64, attempt: u32) -> v1::HeartbeatReply {
-        let d = self.queue.lock().unwrap().heartbeat(shard, attempt, now_ms(), self.lease_ms());
+    pub fn heartbeat(&self, worker_id: &str, shard: u64, attempt: u32) -> v1::HeartbeatReply {
+        let d = self.queue.lock().unwrap().heartbeat(shard, attempt, worker_id, now_ms(), self.lease_ms());
         v1::HeartbeatReply {
             lease_valid: d.is_some(),
             deadline_unix_ms: d.unwrap_or(0),
@@ -479,27 +505,102 @@ impl Core {
         }
     }
 
-    pub fn give_back(&self, shard: u64, attempt: u32, failed: bool, error: &str) -> bool {
-        if failed {
-            tracing::warn!(shard, attempt, "worker failed on the shard: {error}");
+    /// `worker_id` ends its lease without a result. Refused unless it holds that lease.
+    pub fn give_back(
+        &self,
+        worker_id: &str,
+        shard: u64,
+        attempt: u32,
+        failed: bool,
+        error: &str,
+    ) -> Result<(), LeaseProblem> {
+        let r = self.queue.lock().unwrap().give_back(shard, attempt, worker_id, failed, error);
+        match &r {
+            Ok(()) if failed => {
+                tracing::warn!(shard, attempt, worker = %worker_id, "worker failed on the shard: {}", error.escape_debug())
+            }
+            Ok(()) => {}
+            Err(problem) => tracing::warn!(
+                shard,
+                attempt,
+                worker = %worker_id,
+                failed,
+                "return of a lease refused: {problem}"
+            ),
         }
-        self.queue.lock().unwrap().give_back(shard, attempt, failed, error)
+        r
     }
 
-    /// Merges a verified push exactly once. Blocking (CPU and disk): call from a blocking
-    /// thread.
-    pub fn merge_push(&self, mut p: ReceivedPush) -> Result<v1::PushReply, String> {
+    /// Checks a push's claimed counts against what its shard can yield.
+    fn check_counts(&self, spec: &ShardSpec, p: &ReceivedPush) -> Result<(), PushError> {
+        let records = (p.records.len() / PackedSfenValue::SIZE) as u64;
+        let positions = p.stats.positions;
+        let returns_records = self.cfg.coordinator.keep_teacher_records;
+        match spec {
+            ShardSpec::Teacher { count, .. } => {
+                if records > 0 {
+                    return Err(PushError::Invalid(format!(
+                        "shard {}: {records} teacher records sent back for a shard of existing records",
+                        p.shard_id
+                    )));
+                }
+                if positions > *count {
+                    return Err(PushError::Invalid(format!(
+                        "shard {}: {positions} positions claimed from a shard of {count} records",
+                        p.shard_id
+                    )));
+                }
+            }
+            _ if !returns_records && records > 0 => {
+                return Err(PushError::Invalid(format!(
+                    "shard {}: {records} teacher records sent back, the lease asked for none",
+                    p.shard_id
+                )));
+            }
+            _ if returns_records && positions > records => {
+                return Err(PushError::Invalid(format!(
+                    "shard {}: {positions} positions claimed but {records} teacher records sent back",
+                    p.shard_id
+                )));
+            }
+            _ => {}
+        }
+        if positions > MAX_SHARD_POSITIONS {
+            return Err(PushError::Invalid(format!(
+                "shard {}: {positions} positions claimed, more than any shard holds ({MAX_SHARD_POSITIONS})",
+                p.shard_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Merges a verified push exactly once, if it comes from the worker holding the
+    /// shard's live lease and its counts fit the shard. Blocking (CPU and disk): call from
+    /// a blocking thread.
+    ///
+    /// Errors before the merge is journaled leave nothing applied. A failure after it was
+    /// applied (checkpoint, metrics line) is the coordinator's own: logged and counted as a
+    /// server fault, and the push is still answered `MERGED`.
+    pub fn merge_push(&self, mut p: ReceivedPush) -> Result<v1::PushReply, PushError> {
         use v1::push_reply::Outcome;
         let started = Instant::now();
         let mut w = self.weights.lock().unwrap();
         let lock_wait_ms = started.elapsed().as_secs_f64() * 1e3;
-        {
-            let mut t = self.totals.lock().unwrap();
-            t.bytes_in += p.wire_bytes;
-        }
-        let decision = self.queue.lock().unwrap().push_decision(p.shard_id);
+        self.totals.lock().unwrap().bytes_in += p.wire_bytes;
+        let (decision, spec) = {
+            let q = self.queue.lock().unwrap();
+            let decision = q.push_decision(p.shard_id, p.attempt, &p.worker_id, p.received_ms);
+            (decision, q.get(p.shard_id).map(|s| s.spec.clone()))
+        };
         match decision {
-            PushDecision::Unknown => return Err(format!("shard {} does not exist in this run", p.shard_id)),
+            PushDecision::Refused(problem) => {
+                return Err(PushError::NoLease {
+                    shard: p.shard_id,
+                    attempt: p.attempt,
+                    worker: p.worker_id,
+                    problem,
+                });
+            }
             PushDecision::Duplicate => {
                 self.totals.lock().unwrap().duplicate_pushes += 1;
                 return Ok(v1::PushReply {
@@ -511,12 +612,11 @@ impl Core {
             }
             PushDecision::Merge => {}
         }
+        let spec = spec.expect("a leased shard exists");
+        self.check_counts(&spec, &p)?;
         let version = w.version();
         if p.computed_on > version {
-            return Err(format!(
-                "the gradient claims weights version {} but the coordinator is at {version}",
-                p.computed_on
-            ));
+            return Err(PushError::FutureVersion { claimed: p.computed_on, current: version });
         }
         let staleness = version - p.computed_on;
         let c = &self.cfg.coordinator;
@@ -544,9 +644,9 @@ impl Core {
             }
         }
         let seq = version + 1;
-        let mut kept = 0;
+        let mut records_kept = 0;
         if c.keep_teacher_records && !p.records.is_empty() {
-            kept = self.keep_records(p.shard_id, &p.records)?;
+            records_kept = self.keep_records(p.shard_id, &p.records)?;
         }
         let meta = JournalMeta {
             seq,
@@ -559,24 +659,14 @@ impl Core {
             used: p.stats.used,
             loss_sum: p.stats.loss_sum,
             entries: p.gradient.len() as u64,
+            records_kept,
         };
         let t_journal = Instant::now();
         journal::write(&self.run_dir, &meta, &p.gradient)?;
+        self.faults.hit(FaultPoint::MergeJournaled, seq)?;
         let journal_ms = t_journal.elapsed().as_secs_f64() * 1e3;
-        w.merge(&p.gradient, p.stats.used);
+        self.apply_merge(&mut w, &meta, &p.gradient);
         let merge_ms = t_journal.elapsed().as_secs_f64() * 1e3 - journal_ms;
-        self.version.store(w.version(), Ordering::SeqCst);
-        self.queue.lock().unwrap().mark_done(p.shard_id, seq, p.stats.positions);
-        {
-            let mut t = self.totals.lock().unwrap();
-            t.merges += 1;
-            t.positions_merged += p.stats.positions;
-            t.positions_used += p.stats.used;
-            t.gradient_entries_merged += p.gradient.len() as u64;
-            t.loss_sum += p.stats.loss_sum;
-            t.staleness_sum += staleness;
-            t.teacher_records_kept += kept;
-        }
         {
             let mut i = self.interval.lock().unwrap();
             i.0 += p.stats.loss_sum;
@@ -592,11 +682,19 @@ impl Core {
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "merged"
         );
-        if c.checkpoint_every > 0 && seq.is_multiple_of(c.checkpoint_every) {
-            self.checkpoint_locked(&mut w)?;
+        // The merge is applied and journaled: what fails from here on is the
+        // coordinator's, not the worker's.
+        if c.checkpoint_every > 0
+            && seq.is_multiple_of(c.checkpoint_every)
+            && let Err(e) = self.checkpoint_locked(&mut w)
+        {
+            self.server_fault_after_merge(seq, &e.to_string());
         }
-        if self.cfg.learn.validate_every > 0 && seq.is_multiple_of(self.cfg.learn.validate_every) {
-            self.metrics_line_locked(&w)?;
+        if self.cfg.learn.validate_every > 0
+            && seq.is_multiple_of(self.cfg.learn.validate_every)
+            && let Err(e) = self.metrics_line_locked(&w)
+        {
+            self.server_fault_after_merge(seq, &e);
         }
         Ok(v1::PushReply {
             outcome: Outcome::Merged as i32,
@@ -606,22 +704,31 @@ impl Core {
         })
     }
 
+    fn server_fault_after_merge(&self, seq: u64, error: &str) {
+        self.totals.lock().unwrap().server_faults += 1;
+        tracing::error!(
+            seq,
+            "coordinator fault after merge {seq} was applied (the merge is journaled and counts; the run goes \
+             on, the next checkpoint retries): {error}"
+        );
+    }
+
     /// Validates and stores returned teacher records as `teacher/shard-<id>.psv.zst`.
-    fn keep_records(&self, shard: u64, raw: &[u8]) -> Result<u64, String> {
+    fn keep_records(&self, shard: u64, raw: &[u8]) -> Result<u64, IoError> {
         let dir = self.run_dir.join("teacher");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(IoError::at("create directory", &dir))?;
         let path = dir.join(format!("shard-{shard:08}.psv.zst"));
         let settings = ShardSettings {
             eval_id: format!("keima-train {}", self.run_id),
             settings: serde_json::json!({ "shard": shard }),
             ..ShardSettings::default()
         };
-        let mut wr = ShardWriter::create(&path, settings).map_err(|e| e.to_string())?;
+        let mut wr = ShardWriter::create(&path, settings).map_err(IoError::at("create", &path))?;
         for rec in raw.chunks_exact(PackedSfenValue::SIZE) {
             let psv = PackedSfenValue::from_bytes(rec.try_into().expect("chunks of 40"));
-            wr.write(&psv).map_err(|e| e.to_string())?;
+            wr.write(&psv).map_err(IoError::at("write", &path))?;
         }
-        let m = wr.finish().map_err(|e| e.to_string())?;
+        let m = wr.finish().map_err(IoError::at("finish", &path))?;
         Ok(m.records)
     }
 
@@ -638,24 +745,37 @@ impl Core {
         }
     }
 
-    fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, String> {
-        let name = checkpoint::root(&self.run_dir).join(format!("ckpt-{:012}", w.version()));
-        if *self.last_checkpoint.lock().unwrap() == Some(w.version()) && name.is_dir() {
-            // Same version as the last one (e.g. the final checkpoint right after a
-            // regular one): the queue can only differ in leases, which a resume releases.
+    fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, CheckpointError> {
+        let version = w.version();
+        let name = checkpoint::root(&self.run_dir).join(format!("ckpt-{version:012}"));
+        let mut queue = self.queue.lock().unwrap().clone();
+        queue.release_all_leases();
+        let totals = self.totals.lock().unwrap().clone();
+        let unchanged = (version, queue, totals);
+        if self.last_checkpoint.lock().unwrap().as_ref() == Some(&unchanged) && name.is_dir() {
+            // The same state as the last checkpoint (e.g. the final one right after a
+            // regular one); leases do not count, a resume releases them.
             return Ok(name);
         }
         let state = self.checkpoint_state(w);
-        let dir =
-            checkpoint::write(&self.run_dir, &mut w.file, state, self.cfg.coordinator.keep_checkpoints)?;
-        journal::prune(&self.run_dir, w.version());
-        *self.last_checkpoint.lock().unwrap() = Some(w.version());
-        tracing::info!(version = w.version(), "checkpoint {}", dir.display());
+        let keep = self.cfg.coordinator.keep_checkpoints;
+        let dir = checkpoint::write(&self.run_dir, &mut w.file, state, keep, &self.faults)?;
+        // The journal goes only as far as every checkpoint kept on disk covers, so any of
+        // them can resume (with keep_checkpoints = 0 nothing is pruned: all are kept).
+        let oldest_kept = checkpoint::list(&self.run_dir).first().and_then(|d| checkpoint::version_of(d));
+        if keep > 0
+            && let Some(oldest) = oldest_kept
+        {
+            journal::prune(&self.run_dir, oldest.min(version))?;
+        }
+        self.faults.hit(FaultPoint::CheckpointJournalPruned, version)?;
+        *self.last_checkpoint.lock().unwrap() = Some(unchanged);
+        tracing::info!(version, "checkpoint {}", dir.display());
         Ok(dir)
     }
 
     /// Writes a checkpoint now (end of run, signal).
-    pub fn checkpoint(&self) -> Result<PathBuf, String> {
+    pub fn checkpoint(&self) -> Result<PathBuf, CheckpointError> {
         let mut w = self.weights.lock().unwrap();
         self.checkpoint_locked(&mut w)
     }

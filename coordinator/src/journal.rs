@@ -1,13 +1,16 @@
 //! The merge journal: every merge is written to `journal/merge-<seq>.kjr` (atomically, and
-//! fsynced) before it is applied and acknowledged. A checkpoint makes older entries
-//! unnecessary; after a crash the coordinator loads the newest checkpoint and replays the
-//! entries after it, so a merge that was acknowledged is never lost and never redone.
+//! fsynced) before it is applied and acknowledged. Entries are removed only once every
+//! checkpoint kept on disk covers them, so any of them can resume; after a crash the
+//! coordinator loads the newest checkpoint and replays the entries after it, so a merge
+//! that was acknowledged is never lost and never redone. An entry holds everything the
+//! merge changed (gradient and counters), so replay restores the same totals as the live
+//! merge (`Totals::add_merge` is the one place both go through).
 //!
 //! File layout: `KEIMAJR1`, u32 LE length + JSON `JournalMeta`, u64 LE length + zstd blob of
 //! the applied gradient (`keima_proto::sparse` gradient encoding), u64 LE FNV-1a 64 of all
 //! bytes before it.
 
-use crate::fsutil::write_atomic;
+use crate::fsutil::{IoError, write_atomic};
 use keima_proto::sparse::{self, Fnv64, GradEntry};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -29,6 +32,9 @@ pub struct JournalMeta {
     pub used: u64,
     pub loss_sum: f64,
     pub entries: u64,
+    /// Teacher records stored under `teacher/` for this shard (written before the entry).
+    #[serde(default)]
+    pub records_kept: u64,
 }
 
 pub fn dir(run_dir: &Path) -> PathBuf {
@@ -40,8 +46,8 @@ fn entry_path(run_dir: &Path, seq: u64) -> PathBuf {
 }
 
 /// Writes entry `meta.seq` durably.
-pub fn write(run_dir: &Path, meta: &JournalMeta, grads: &[GradEntry]) -> Result<(), String> {
-    let json = serde_json::to_vec(meta).map_err(|e| e.to_string())?;
+pub fn write(run_dir: &Path, meta: &JournalMeta, grads: &[GradEntry]) -> Result<(), IoError> {
+    let json = serde_json::to_vec(meta).expect("journal metadata serializes (plain numbers and strings)");
     let blob = sparse::compress(&sparse::encode_gradient(grads));
     let mut b = Vec::with_capacity(32 + json.len() + blob.len());
     b.extend_from_slice(MAGIC);
@@ -100,13 +106,27 @@ pub fn list(run_dir: &Path) -> Vec<(u64, PathBuf)> {
     out
 }
 
-/// Removes the entries up to and including `seq` (covered by a checkpoint).
-pub fn prune(run_dir: &Path, seq: u64) {
+/// Removes the entries up to and including `seq` (covered by every checkpoint kept).
+pub fn prune(run_dir: &Path, seq: u64) -> Result<(), IoError> {
     for (s, p) in list(run_dir) {
         if s <= seq {
-            let _ = std::fs::remove_file(p);
+            std::fs::remove_file(&p).map_err(IoError::at("remove journal entry", &p))?;
         }
     }
+    Ok(())
+}
+
+/// Removes temporary files of entries whose write a crash interrupted (never acknowledged).
+pub fn remove_unfinished(run_dir: &Path) -> Result<u64, IoError> {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir(run_dir)).into_iter().flatten().filter_map(|e| e.ok()) {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "tmp") {
+            std::fs::remove_file(&p).map_err(IoError::at("remove unfinished journal entry", &p))?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -128,6 +148,7 @@ mod tests {
             used: 9,
             loss_sum: 6.5,
             entries: 2,
+            records_kept: 4,
         };
         let g = vec![(4, [0.5, -1.0]), (70, [2.0, 0.0])];
         write(d, &meta, &g).unwrap();
@@ -139,7 +160,7 @@ mod tests {
         bytes[n / 2] ^= 1;
         std::fs::write(&l[0].1, &bytes).unwrap();
         assert!(read(&l[0].1, 100).unwrap_err().contains("checksum"));
-        prune(d, 3);
+        prune(d, 3).unwrap();
         assert!(list(d).is_empty());
     }
 }

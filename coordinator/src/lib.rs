@@ -6,6 +6,8 @@
 pub mod checkpoint;
 pub mod config;
 pub mod core;
+pub mod error;
+pub mod fault;
 pub mod fsutil;
 pub mod journal;
 pub mod metrics;

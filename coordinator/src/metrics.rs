@@ -45,6 +45,18 @@ pub fn render(core: &Core) -> String {
     );
     metric("pushes_stale_total", "counter", "Pushes rejected as stale.", s.stale_pushes.to_string());
     metric(
+        "server_faults_total",
+        "counter",
+        "Coordinator-side failures (disk, internal) on pushes and checkpoints.",
+        s.server_faults.to_string(),
+    );
+    metric(
+        "teacher_records_kept_total",
+        "counter",
+        "Teacher records stored under <run_dir>/teacher.",
+        s.teacher_records_kept.to_string(),
+    );
+    metric(
         "staleness_mean",
         "gauge",
         "Mean versions between compute and merge.",

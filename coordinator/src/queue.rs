@@ -2,9 +2,11 @@
 //! merged. Pure bookkeeping (no I/O, no clock: callers pass `now_ms`), saved in
 //! checkpoints.
 //!
-//! Exactly-once: a shard is merged at most once, whatever attempt delivers it first; a
-//! later push for a merged shard is a duplicate. A lease that expires (no heartbeat) puts
-//! the shard back; so does a worker returning it or a stale gradient.
+//! Exactly-once: a shard is merged at most once, and only from the worker holding its live
+//! lease (shard, attempt, worker id, deadline not passed); a later push for a merged shard
+//! is a duplicate. A lease that expires (no heartbeat) puts the shard back; so does a
+//! worker returning it or a stale gradient. Heartbeats and returns, too, count only from
+//! the lease holder.
 
 use serde::{Deserialize, Serialize};
 
@@ -63,14 +65,29 @@ pub enum LeaseDecision {
     Finished,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PushDecision {
-    /// Merge it (the shard is not merged yet).
+    /// Merge it: the pusher holds the shard's live lease.
     Merge,
     /// Merged before: acknowledge and ignore.
     Duplicate,
-    /// No such shard.
-    Unknown,
+    /// Not the pusher's to merge.
+    Refused(LeaseProblem),
+}
+
+/// Why a worker's request does not belong to a live lease it holds.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LeaseProblem {
+    #[error("no such shard in this run")]
+    UnknownShard,
+    #[error("the shard is not leased (waiting, or given up after failures)")]
+    NotLeased,
+    #[error("the shard's lease is attempt {current}")]
+    OtherAttempt { current: u32 },
+    #[error("the lease is held by another worker")]
+    OtherWorker,
+    #[error("the lease expired (no heartbeat in time)")]
+    Expired,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -158,6 +175,27 @@ impl Queue {
         expired
     }
 
+    /// The index of shard `id` if `worker` holds its lease `attempt` and the deadline is
+    /// after `now_ms`.
+    pub fn live_lease(
+        &self,
+        id: u64,
+        attempt: u32,
+        worker: &str,
+        now_ms: u64,
+    ) -> Result<usize, LeaseProblem> {
+        let i = id as usize;
+        match &self.shards.get(i).ok_or(LeaseProblem::UnknownShard)?.state {
+            ShardState::Leased { attempt: a, .. } if *a != attempt => {
+                Err(LeaseProblem::OtherAttempt { current: *a })
+            }
+            ShardState::Leased { worker: w, .. } if w != worker => Err(LeaseProblem::OtherWorker),
+            ShardState::Leased { deadline_ms, .. } if *deadline_ms <= now_ms => Err(LeaseProblem::Expired),
+            ShardState::Leased { .. } => Ok(i),
+            _ => Err(LeaseProblem::NotLeased),
+        }
+    }
+
     fn leased_to(&self, id: u64, attempt: u32) -> Option<usize> {
         let i = id as usize;
         match self.shards.get(i)?.state {
@@ -166,36 +204,53 @@ impl Queue {
         }
     }
 
-    /// Extends a live lease; `None` if the lease is no longer valid.
-    pub fn heartbeat(&mut self, id: u64, attempt: u32, now_ms: u64, lease_ms: u64) -> Option<u64> {
-        let i = self.leased_to(id, attempt)?;
-        if let ShardState::Leased { deadline_ms, .. } = &mut self.shards[i].state {
-            if *deadline_ms <= now_ms {
-                return None;
+    /// Extends a live lease of `worker`; `None` if it holds no such live lease.
+    pub fn heartbeat(
+        &mut self,
+        id: u64,
+        attempt: u32,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+    ) -> Option<u64> {
+        let i = self.live_lease(id, attempt, worker, now_ms).ok()?;
+        match &mut self.shards[i].state {
+            ShardState::Leased { deadline_ms, .. } => {
+                *deadline_ms = now_ms + lease_ms;
+                Some(*deadline_ms)
             }
-            *deadline_ms = now_ms + lease_ms;
-            return Some(*deadline_ms);
+            _ => None,
         }
-        None
     }
 
-    /// A worker gives a lease back (`failed`: it could not run it). False if not its lease.
-    pub fn give_back(&mut self, id: u64, attempt: u32, failed: bool, error: &str) -> bool {
-        let Some(i) = self.leased_to(id, attempt) else { return false };
+    /// `worker` gives its lease back (`failed`: it could not run it). Refused unless it
+    /// holds that lease (an expired one it still holds may be returned).
+    pub fn give_back(
+        &mut self,
+        id: u64,
+        attempt: u32,
+        worker: &str,
+        failed: bool,
+        error: &str,
+    ) -> Result<(), LeaseProblem> {
+        let i = self.live_lease(id, attempt, worker, 0)?;
         if failed {
             self.fail(i, error.to_string());
         } else {
             self.shards[i].state = ShardState::Pending;
         }
-        true
+        Ok(())
     }
 
-    /// What to do with a pushed result for `id`.
-    pub fn push_decision(&self, id: u64) -> PushDecision {
-        match self.shards.get(id as usize).map(|s| &s.state) {
-            None => PushDecision::Unknown,
-            Some(ShardState::Done { .. }) => PushDecision::Duplicate,
-            Some(_) => PushDecision::Merge,
+    /// What to do with a result for shard `id`, lease `attempt`, pushed by `worker` (the
+    /// push arrived at `now_ms`).
+    pub fn push_decision(&self, id: u64, attempt: u32, worker: &str, now_ms: u64) -> PushDecision {
+        if let Some(ShardState::Done { .. }) = self.shards.get(id as usize).map(|s| &s.state) {
+            return PushDecision::Duplicate;
+        }
+        match self.live_lease(id, attempt, worker, now_ms) {
+            Ok(_) => PushDecision::Merge,
+            Err(problem) => PushDecision::Refused(problem),
         }
     }
 
@@ -249,19 +304,47 @@ mod tests {
         assert_eq!(q.lease("a", 0, 100), LeaseDecision::Leased { shard: 0, attempt: 1, deadline_ms: 100 });
         assert_eq!(q.lease("b", 10, 100), LeaseDecision::Leased { shard: 1, attempt: 1, deadline_ms: 110 });
         assert_eq!(q.lease("c", 20, 100), LeaseDecision::Wait);
-        // a keeps its lease alive, b does not.
-        assert_eq!(q.heartbeat(0, 1, 90, 100), Some(190));
+        // a keeps its lease alive, b does not; nobody else can heartbeat a's lease.
+        assert_eq!(q.heartbeat(0, 1, "c", 90, 100), None, "not c's lease");
+        assert_eq!(q.heartbeat(0, 1, "a", 90, 100), Some(190));
         assert_eq!(q.lease("c", 150, 100), LeaseDecision::Leased { shard: 1, attempt: 2, deadline_ms: 250 });
-        assert_eq!(q.heartbeat(1, 1, 151, 100), None, "b's lease was taken over");
-        // b's late result still counts (first result wins), c's is then a duplicate.
-        assert_eq!(q.push_decision(1), PushDecision::Merge);
+        assert_eq!(q.heartbeat(1, 1, "b", 151, 100), None, "b's lease was taken over");
+        // b's late result is refused: c holds the lease now.
+        assert_eq!(
+            q.push_decision(1, 1, "b", 160),
+            PushDecision::Refused(LeaseProblem::OtherAttempt { current: 2 })
+        );
+        assert_eq!(q.push_decision(1, 2, "b", 160), PushDecision::Refused(LeaseProblem::OtherWorker));
+        assert_eq!(q.push_decision(1, 2, "c", 250), PushDecision::Refused(LeaseProblem::Expired));
+        assert_eq!(q.push_decision(1, 2, "c", 160), PushDecision::Merge);
         q.mark_done(1, 1, 500);
-        assert_eq!(q.push_decision(1), PushDecision::Duplicate);
-        assert_eq!(q.heartbeat(1, 2, 160, 100), None, "a merged shard's lease is void");
-        assert_eq!(q.push_decision(7), PushDecision::Unknown);
+        assert_eq!(q.push_decision(1, 2, "c", 170), PushDecision::Duplicate);
+        assert_eq!(q.heartbeat(1, 2, "c", 170, 100), None, "a merged shard's lease is void");
+        assert_eq!(q.push_decision(7, 1, "a", 170), PushDecision::Refused(LeaseProblem::UnknownShard));
         q.mark_done(0, 2, 400);
         assert_eq!(q.lease("a", 300, 100), LeaseDecision::Finished);
         assert_eq!(q.counts(), QueueCounts { total: 2, pending: 0, leased: 0, done: 2, failed: 0 });
+    }
+
+    #[test]
+    fn only_the_holder_pushes_or_returns_a_lease() {
+        let mut q = Queue::new(specs(2), false, 3);
+        assert_eq!(
+            q.push_decision(0, 1, "a", 0),
+            PushDecision::Refused(LeaseProblem::NotLeased),
+            "never leased"
+        );
+        q.lease("a", 0, 100);
+        assert_eq!(q.give_back(0, 1, "b", true, "not mine"), Err(LeaseProblem::OtherWorker));
+        assert_eq!(
+            q.give_back(0, 2, "a", true, "wrong attempt"),
+            Err(LeaseProblem::OtherAttempt { current: 1 })
+        );
+        assert_eq!(q.shards[0].failures, 0, "refused returns change nothing");
+        assert!(matches!(q.shards[0].state, ShardState::Leased { .. }));
+        assert_eq!(q.give_back(0, 1, "a", true, "boom"), Ok(()));
+        assert_eq!(q.shards[0].failures, 1);
+        assert_eq!(q.push_decision(0, 1, "a", 1), PushDecision::Refused(LeaseProblem::NotLeased), "returned");
     }
 
     #[test]
@@ -269,7 +352,7 @@ mod tests {
         let mut q = Queue::new(specs(3), true, 3);
         assert!(matches!(q.lease("a", 0, 100), LeaseDecision::Leased { shard: 0, .. }));
         assert_eq!(q.lease("b", 0, 100), LeaseDecision::Wait);
-        assert!(q.give_back(0, 1, false, ""));
+        assert_eq!(q.give_back(0, 1, "a", false, ""), Ok(()));
         assert!(matches!(q.lease("b", 1, 100), LeaseDecision::Leased { shard: 0, attempt: 2, .. }));
         q.mark_done(0, 1, 1);
         assert!(matches!(q.lease("a", 2, 100), LeaseDecision::Leased { shard: 1, .. }));
@@ -279,10 +362,14 @@ mod tests {
     fn failures_give_up_after_max_attempts_and_returns_do_not_count() {
         let mut q = Queue::new(specs(1), false, 2);
         q.lease("a", 0, 10);
-        assert!(q.give_back(0, 1, false, "stopping"));
+        assert_eq!(q.give_back(0, 1, "a", false, "stopping"), Ok(()));
         q.lease("a", 0, 10);
-        assert!(q.give_back(0, 2, true, "boom"));
-        assert!(!q.give_back(0, 2, true, "again"), "not leased any more");
+        assert_eq!(q.give_back(0, 2, "a", true, "boom"), Ok(()));
+        assert_eq!(
+            q.give_back(0, 2, "a", true, "again"),
+            Err(LeaseProblem::NotLeased),
+            "not leased any more"
+        );
         q.lease("a", 0, 10);
         assert_eq!(q.expire(10), vec![0]);
         assert!(matches!(&q.shards[0].state, ShardState::Failed { error } if error.contains("2 failed")));

@@ -59,7 +59,7 @@ pub fn resolve_token(core: &Core) -> Result<String, String> {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| format!("/dev/urandom: {e}"))?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    crate::fsutil::write_atomic(&path, token.as_bytes())?;
+    crate::fsutil::write_atomic(&path, token.as_bytes()).map_err(|e| e.to_string())?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -110,7 +110,8 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         let scheme = if tls { "https" } else { "http" };
         let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
         let url = format!("{scheme}://{host}:{}", addr.port());
-        crate::fsutil::write_atomic(&core.run_dir.join("coordinator.url"), url.as_bytes())?;
+        crate::fsutil::write_atomic(&core.run_dir.join("coordinator.url"), url.as_bytes())
+            .map_err(|e| e.to_string())?;
         let mut builder = tonic::transport::Server::builder();
         if let (Some(cert), Some(key)) = (&c.tls_cert, &c.tls_key) {
             let cert = std::fs::read(cert).map_err(|e| format!("tls_cert {}: {e}", cert.display()))?;
@@ -142,7 +143,8 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
             crate::fsutil::write_atomic(
                 &core.run_dir.join("metrics.url"),
                 format!("http://{maddr}/metrics").as_bytes(),
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             tracing::info!("metrics on http://{maddr}/metrics");
             Some(tokio::spawn(crate::metrics::serve(l, core.clone())))
         };
@@ -173,7 +175,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
             if !interrupted {
                 fin.metrics_line()?;
             }
-            let ck = fin.checkpoint()?;
+            let ck = fin.checkpoint().map_err(|e| e.to_string())?;
             let ex = if !interrupted && fin.cfg.coordinator.export { Some(fin.export()?) } else { None };
             fin.flush()?;
             Ok((ck, ex))

@@ -1,15 +1,25 @@
-//! The gRPC service: checks every request (token, protocol version, worker id, layout,
-//! sizes, counts, finite values, checksum) and hands the work to `Core`.
+//! The gRPC service: checks every request (token, protocol version, worker id, field
+//! lengths, layout, sizes, counts, finite values, checksum) and hands the work to `Core`.
+//! Strings from workers are logged escaped (`escape_debug`), so they cannot forge log lines.
 
-use crate::core::{Core, ReceivedPush};
+use crate::core::{Core, MAX_SHARD_POSITIONS, ReceivedPush, now_ms};
+use crate::error::PushError;
 use keima_proto::sparse::{self, Fnv64};
 use keima_proto::v1::coordinator_server::{Coordinator, CoordinatorServer};
 use keima_proto::v1::{self, push_chunk::Part};
-use keima_proto::{MAX_MESSAGE_BYTES, checks};
+use keima_proto::{MAX_MESSAGE_BYTES, checks, seal};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
+
+/// Longest accepted `RegisterRequest.worker_name`, bytes.
+pub const MAX_WORKER_NAME_BYTES: usize = 128;
+/// Longest accepted `RegisterRequest.version`, bytes.
+pub const MAX_VERSION_BYTES: usize = 64;
+/// Longest part of `CompleteRequest.error` kept, bytes (the rest is cut).
+pub const MAX_ERROR_BYTES: usize = 4096;
 
 pub struct Service {
     pub core: Arc<Core>,
@@ -56,6 +66,15 @@ fn bad(msg: impl Into<String>) -> Status {
     Status::invalid_argument(msg.into())
 }
 
+/// `s` cut to at most `max` bytes at a character boundary.
+fn truncated(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 impl Service {
     fn check(&self, protocol: u32, worker_id: &str) -> Result<(), Status> {
         checks::protocol(protocol).map_err(Status::failed_precondition)?;
@@ -71,75 +90,117 @@ impl Service {
         self.core.totals.lock().unwrap().bytes_out += bytes;
     }
 
-    fn rejected(&self) {
-        self.core.totals.lock().unwrap().rejected_pushes += 1;
+    /// Receives, checks and merges one push; counts and logs what went wrong. The gRPC
+    /// method is this plus the status mapping (`PushError` → `Status`).
+    pub async fn push<S>(&self, stream: S) -> Result<v1::PushReply, PushError>
+    where
+        S: Stream<Item = Result<v1::PushChunk, Status>> + Unpin,
+    {
+        let result = match self.receive_push(stream).await {
+            Ok(push) => {
+                let core = self.core.clone();
+                tokio::task::spawn_blocking(move || core.merge_push(push))
+                    .await
+                    .unwrap_or_else(|e| Err(PushError::Internal(format!("merge task: {e}"))))
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &result {
+            let mut t = self.core.totals.lock().unwrap();
+            if e.is_server_fault() {
+                t.server_faults += 1;
+                drop(t);
+                tracing::error!("push not merged, coordinator fault (the worker retries): {e}");
+            } else {
+                t.rejected_pushes += 1;
+                drop(t);
+                tracing::warn!("push rejected: {}", e.to_string().escape_debug());
+            }
+        }
+        result
     }
 
-    async fn receive_push(&self, mut stream: Streaming<v1::PushChunk>) -> Result<ReceivedPush, Status> {
+    async fn receive_push<S>(&self, mut stream: S) -> Result<ReceivedPush, PushError>
+    where
+        S: Stream<Item = Result<v1::PushChunk, Status>> + Unpin,
+    {
         let core = &self.core;
         let features = core.layout.features;
-        let max_bytes = core.cfg.coordinator.max_push_mib << 20;
-        let first =
-            stream.message().await?.ok_or_else(|| bad("empty push: the first chunk must be the header"))?;
+        let limit_mib = core.cfg.coordinator.max_push_mib;
+        let max_bytes = limit_mib << 20;
+        let invalid = |m: String| PushError::Invalid(m);
+        let first = stream
+            .next()
+            .await
+            .transpose()
+            .map_err(PushError::Transport)?
+            .ok_or_else(|| invalid("empty push: the first chunk must be the header".into()))?;
         let Some(Part::Header(h)) = first.part else {
-            return Err(bad("the first chunk of a push must be the header"));
+            return Err(invalid("the first chunk of a push must be the header".into()));
         };
-        self.check(h.protocol, &h.worker_id)?;
-        checks::layout(h.layout.as_ref(), &core.layout).map_err(Status::failed_precondition)?;
+        checks::protocol(h.protocol).map_err(PushError::Incompatible)?;
+        if !core.touch(&h.worker_id) {
+            return Err(PushError::UnknownWorker(h.worker_id));
+        }
+        checks::layout(h.layout.as_ref(), &core.layout).map_err(PushError::Incompatible)?;
         if h.gradient_entries > features {
-            return Err(bad(format!("{} gradient entries for {features} features", h.gradient_entries)));
+            return Err(invalid(format!("{} gradient entries for {features} features", h.gradient_entries)));
         }
         if h.teacher_records > (max_bytes / 40).max(1) {
-            return Err(bad(format!("{} teacher records exceed the push limit", h.teacher_records)));
+            return Err(invalid(format!("{} teacher records exceed the push limit", h.teacher_records)));
         }
         let mut gradient = Vec::with_capacity(h.gradient_entries.min(1 << 24) as usize);
         let mut records = Vec::new();
-        let mut sum = Fnv64::default();
+        let mut payload = Fnv64::default();
         let mut wire = 0u64;
         let trailer = loop {
-            let chunk = stream.message().await?.ok_or_else(|| bad("push ended without its trailer"))?;
+            let chunk = stream
+                .next()
+                .await
+                .transpose()
+                .map_err(PushError::Transport)?
+                .ok_or_else(|| invalid("push ended without its trailer".into()))?;
             match chunk.part {
                 Some(Part::Gradient(blob)) => {
                     wire += blob.len() as u64;
                     if wire > max_bytes {
-                        return Err(Status::resource_exhausted(format!(
-                            "push larger than max_push_mib = {} MiB",
-                            core.cfg.coordinator.max_push_mib
-                        )));
+                        return Err(PushError::TooLarge { limit_mib });
                     }
-                    let raw =
-                        sparse::decompress(&blob, sparse::MAX_BLOB_BYTES).map_err(|e| bad(e.to_string()))?;
-                    sum.update(&raw);
+                    let raw = sparse::decompress(&blob, sparse::MAX_BLOB_BYTES)
+                        .map_err(|e| invalid(e.to_string()))?;
+                    payload.update(&raw);
                     let last = gradient.last().map(|g: &(u32, [f32; 2])| g.0);
                     sparse::decode_gradient(&raw, features, last, &mut gradient)
-                        .map_err(|e| bad(e.to_string()))?;
+                        .map_err(|e| invalid(e.to_string()))?;
                     if gradient.len() as u64 > h.gradient_entries {
-                        return Err(bad("more gradient entries than the header announced"));
+                        return Err(invalid("more gradient entries than the header announced".into()));
                     }
                 }
                 Some(Part::Records(blob)) => {
                     wire += blob.len() as u64;
                     if wire > max_bytes {
-                        return Err(Status::resource_exhausted("push larger than max_push_mib"));
+                        return Err(PushError::TooLarge { limit_mib });
                     }
-                    let raw =
-                        sparse::decompress(&blob, sparse::MAX_BLOB_BYTES).map_err(|e| bad(e.to_string()))?;
+                    let raw = sparse::decompress(&blob, sparse::MAX_BLOB_BYTES)
+                        .map_err(|e| invalid(e.to_string()))?;
                     if raw.len() % 40 != 0 {
-                        return Err(bad("teacher record chunk is not a whole number of 40-byte records"));
+                        return Err(invalid(
+                            "teacher record chunk is not a whole number of 40-byte records".into(),
+                        ));
                     }
-                    sum.update(&raw);
+                    payload.update(&raw);
                     records.extend_from_slice(&raw);
                     if records.len() as u64 / 40 > h.teacher_records {
-                        return Err(bad("more teacher records than the header announced"));
+                        return Err(invalid("more teacher records than the header announced".into()));
                     }
                 }
                 Some(Part::Trailer(t)) => break t,
-                Some(Part::Header(_)) => return Err(bad("a second header in one push")),
-                None => return Err(bad("a push chunk without content")),
+                Some(Part::Header(_)) => return Err(invalid("a second header in one push".into())),
+                None => return Err(invalid("a push chunk without content".into())),
             }
         };
         if gradient.len() as u64 != h.gradient_entries || records.len() as u64 / 40 != h.teacher_records {
-            return Err(bad(format!(
+            return Err(invalid(format!(
                 "push holds {} entries and {} records, the header announced {} and {}",
                 gradient.len(),
                 records.len() / 40,
@@ -147,12 +208,20 @@ impl Service {
                 h.teacher_records
             )));
         }
-        if trailer.checksum != sum.0 {
-            return Err(bad("push checksum mismatch: the upload was corrupted"));
+        let stats = trailer.stats.ok_or_else(|| invalid("push trailer without statistics".into()))?;
+        if trailer.checksum != seal::push_checksum(payload, &h, &stats) {
+            return Err(PushError::BadChecksum);
         }
-        let stats = trailer.stats.ok_or_else(|| bad("push trailer without statistics"))?;
         if !stats.loss_sum.is_finite() || stats.loss_sum < 0.0 || stats.used > stats.positions {
-            return Err(bad("push statistics are inconsistent (loss not finite, or used > positions)"));
+            return Err(invalid(
+                "push statistics are inconsistent (loss not finite, or used > positions)".into(),
+            ));
+        }
+        if stats.positions > MAX_SHARD_POSITIONS {
+            return Err(invalid(format!(
+                "push claims {} positions, more than any shard holds ({MAX_SHARD_POSITIONS})",
+                stats.positions
+            )));
         }
         Ok(ReceivedPush {
             worker_id: h.worker_id,
@@ -163,6 +232,7 @@ impl Service {
             records,
             stats,
             wire_bytes: wire,
+            received_ms: now_ms(),
         })
     }
 }
@@ -180,8 +250,25 @@ impl Coordinator for Service {
         if r.threads == 0 || r.threads > 4096 {
             return Err(bad(format!("threads = {} is not a plausible thread count", r.threads)));
         }
+        for (field, value, max) in [
+            ("worker_name", &r.worker_name, MAX_WORKER_NAME_BYTES),
+            ("version", &r.version, MAX_VERSION_BYTES),
+        ] {
+            if value.len() > max {
+                return Err(bad(format!(
+                    "register: {field} is {} bytes, at most {max} are accepted: give a shorter --name",
+                    value.len()
+                )));
+            }
+        }
         let id = self.core.register(&r.worker_name, r.threads);
-        tracing::info!(worker = %id, threads = r.threads, version = %r.version, "worker registered");
+        tracing::info!(
+            worker = %id,
+            name = %r.worker_name.escape_debug(),
+            threads = r.threads,
+            version = %r.version.escape_debug(),
+            "worker registered"
+        );
         Ok(Response::new(v1::RegisterReply {
             worker_id: id,
             layout: Some(self.core.layout),
@@ -204,7 +291,7 @@ impl Coordinator for Service {
     ) -> Result<Response<v1::HeartbeatReply>, Status> {
         let r = req.into_inner();
         self.check(r.protocol, &r.worker_id)?;
-        Ok(Response::new(self.core.heartbeat(r.shard_id, r.attempt)))
+        Ok(Response::new(self.core.heartbeat(&r.worker_id, r.shard_id, r.attempt)))
     }
 
     type PullWeightsStream = ChunkStream;
@@ -254,26 +341,7 @@ impl Coordinator for Service {
         &self,
         req: Request<Streaming<v1::PushChunk>>,
     ) -> Result<Response<v1::PushReply>, Status> {
-        let push = match self.receive_push(req.into_inner()).await {
-            Ok(p) => p,
-            Err(e) => {
-                self.rejected();
-                tracing::warn!("push rejected: {}", e.message());
-                return Err(e);
-            }
-        };
-        let core = self.core.clone();
-        let reply = tokio::task::spawn_blocking(move || core.merge_push(push))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?;
-        match reply {
-            Ok(r) => Ok(Response::new(r)),
-            Err(e) => {
-                self.rejected();
-                tracing::warn!("push rejected: {e}");
-                Err(Status::failed_precondition(e))
-            }
-        }
+        Ok(Response::new(self.push(req.into_inner()).await?))
     }
 
     async fn complete(
@@ -283,7 +351,8 @@ impl Coordinator for Service {
         let r = req.into_inner();
         self.check(r.protocol, &r.worker_id)?;
         let failed = r.reason == v1::complete_request::Reason::Failed as i32;
-        let accepted = self.core.give_back(r.shard_id, r.attempt, failed, &r.error);
+        let error = truncated(&r.error, MAX_ERROR_BYTES);
+        let accepted = self.core.give_back(&r.worker_id, r.shard_id, r.attempt, failed, error).is_ok();
         Ok(Response::new(v1::CompleteReply { accepted }))
     }
 
@@ -319,5 +388,7 @@ pub fn status_of(core: &Core) -> v1::StatusReply {
         finished: c.pending == 0 && c.leased == 0,
         shards_failed: c.failed,
         elapsed_s: elapsed,
+        server_faults: t.server_faults,
+        teacher_records_kept: t.teacher_records_kept,
     }
 }

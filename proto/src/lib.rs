@@ -3,6 +3,7 @@
 //! checks a receiver applies (`checks`). Nothing here knows about weights or search.
 
 pub mod checks;
+pub mod seal;
 pub mod sparse;
 
 /// Generated messages, client and server of `keima.v1`.
@@ -10,8 +11,9 @@ pub mod v1 {
     tonic::include_proto!("keima.v1");
 }
 
-/// Bumped on any incompatible change of the messages or of the sparse layout.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Bumped on any incompatible change of the messages, of the sparse layout or of the push
+/// checksum. 2: the push checksum also covers the header and the statistics (`seal`).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest gRPC message either side accepts (one chunk plus headers; chunks hold at most
 /// `sparse::ENTRIES_PER_CHUNK` entries, about 1 MiB).

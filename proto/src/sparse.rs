@@ -212,7 +212,7 @@ pub fn decode_gradient(
     Ok(n)
 }
 
-/// FNV-1a 64, used as the end-to-end checksum of a push (over the uncompressed blobs).
+/// FNV-1a 64, used as the end-to-end checksum of a push (see `seal`).
 #[derive(Clone, Copy, Debug)]
 pub struct Fnv64(pub u64);
 

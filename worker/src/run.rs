@@ -1,9 +1,12 @@
 //! The worker loop: register, lease, sync weights, run the shard (heartbeating), push,
 //! repeat. Retries with backoff while the coordinator is away; registers again when the
-//! coordinator no longer knows it; on SIGTERM/SIGINT gives its lease back and exits.
+//! coordinator no longer knows it; drops a result whose lease it no longer holds; on
+//! SIGTERM/SIGINT gives its lease back and exits. What it does about an error is decided by
+//! the status code alone (`on_error`), never by the message.
 
 use crate::local_weights::LocalWeights;
 use crate::shard_job::{self, ShardOutput};
+use keima_proto::seal::push_checksum;
 use keima_proto::sparse::{self, Fnv64};
 use keima_proto::v1::coordinator_client::CoordinatorClient;
 use keima_proto::v1::{self, push_chunk::Part};
@@ -34,6 +37,9 @@ pub struct WorkerSummary {
     pub merged: u64,
     pub duplicates: u64,
     pub stale: u64,
+    /// Results dropped because the lease was gone when they were pushed (expired, taken
+    /// over, or the coordinator restarted).
+    pub dropped: u64,
     pub positions: u64,
     pub bytes_pushed: u64,
     pub bytes_pulled: u64,
@@ -74,10 +80,34 @@ async fn connect(o: &WorkerOptions) -> Result<Client, String> {
         .max_encoding_message_size(MAX_MESSAGE_BYTES))
 }
 
-/// Errors that no retry can fix: stop with the coordinator's message.
-fn fatal(s: &Status) -> bool {
-    matches!(s.code(), Code::Unauthenticated | Code::PermissionDenied | Code::FailedPrecondition)
-        && !s.message().contains("does not exist in this run")
+/// What to do about a failed call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OnError {
+    /// No retry can fix it (token, protocol, layout, a request refused as malformed): stop
+    /// with the coordinator's message.
+    Stop,
+    /// The coordinator does not know this worker (it restarted): register again.
+    Register,
+    /// The lease is no longer this worker's: drop the shard's result and lease again.
+    DropShard,
+    /// The coordinator is away or had a fault of its own: retry with backoff.
+    Retry,
+}
+
+/// The decision for a status code (the coordinator's codes are listed in `keima.proto`).
+fn on_error(code: Code) -> OnError {
+    match code {
+        Code::Unauthenticated
+        | Code::PermissionDenied
+        | Code::FailedPrecondition
+        | Code::InvalidArgument
+        | Code::ResourceExhausted
+        | Code::OutOfRange
+        | Code::Unimplemented => OnError::Stop,
+        Code::NotFound => OnError::Register,
+        Code::Aborted => OnError::DropShard,
+        _ => OnError::Retry,
+    }
 }
 
 struct Session {
@@ -139,7 +169,9 @@ async fn register(c: &mut Client, o: &WorkerOptions, backoff: &mut Backoff) -> R
                     heartbeat_ms: r.heartbeat_ms.max(100) as u64,
                 });
             }
-            Err(s) if fatal(&s) => return Err(format!("register: {}", s.message())),
+            Err(s) if on_error(s.code()) == OnError::Stop => {
+                return Err(format!("register: {}", s.message()));
+            }
             Err(s) => backoff.wait("register", &s).await?,
         }
     }
@@ -167,30 +199,30 @@ async fn pull(c: &mut Client, s: &mut Session) -> Result<u64, Status> {
 }
 
 fn push_chunks(s: &Session, lease: &v1::Lease, out: &ShardOutput, version: u64) -> Vec<v1::PushChunk> {
-    let mut sum = Fnv64::default();
-    let mut chunks = vec![v1::PushChunk {
-        part: Some(Part::Header(v1::PushHeader {
-            protocol: PROTOCOL_VERSION,
-            worker_id: s.id.clone(),
-            shard_id: lease.shard_id,
-            attempt: lease.attempt,
-            weights_version: version,
-            layout: Some(s.weights.layout),
-            gradient_entries: out.gradient.len() as u64,
-            teacher_records: (out.records.len() / 40) as u64,
-        })),
-    }];
+    let header = v1::PushHeader {
+        protocol: PROTOCOL_VERSION,
+        worker_id: s.id.clone(),
+        shard_id: lease.shard_id,
+        attempt: lease.attempt,
+        weights_version: version,
+        layout: Some(s.weights.layout),
+        gradient_entries: out.gradient.len() as u64,
+        teacher_records: (out.records.len() / 40) as u64,
+    };
+    let mut payload = Fnv64::default();
+    let mut chunks = vec![v1::PushChunk { part: Some(Part::Header(header.clone())) }];
     for part in out.gradient.chunks(sparse::ENTRIES_PER_CHUNK) {
         let raw = sparse::encode_gradient(part);
-        sum.update(&raw);
+        payload.update(&raw);
         chunks.push(v1::PushChunk { part: Some(Part::Gradient(sparse::compress(&raw))) });
     }
     for part in out.records.chunks(40 * 20_000) {
-        sum.update(part);
+        payload.update(part);
         chunks.push(v1::PushChunk { part: Some(Part::Records(sparse::compress(part))) });
     }
+    let checksum = push_checksum(payload, &header, &out.stats);
     chunks.push(v1::PushChunk {
-        part: Some(Part::Trailer(v1::PushTrailer { stats: Some(out.stats), checksum: sum.0 })),
+        part: Some(Part::Trailer(v1::PushTrailer { stats: Some(out.stats), checksum })),
     });
     chunks
 }
@@ -251,15 +283,17 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, String> {
                     backoff.reset();
                     r.into_inner()
                 }
-                Err(s) if s.code() == Code::NotFound => {
-                    session = register(&mut client, &o, &mut backoff).await?;
-                    continue;
-                }
-                Err(s) if fatal(&s) => return Err(format!("lease: {}", s.message())),
-                Err(s) => {
-                    backoff.wait("lease", &s).await?;
-                    continue;
-                }
+                Err(s) => match on_error(s.code()) {
+                    OnError::Stop => return Err(format!("lease: {}", s.message())),
+                    OnError::Register => {
+                        session = register(&mut client, &o, &mut backoff).await?;
+                        continue;
+                    }
+                    OnError::DropShard | OnError::Retry => {
+                        backoff.wait("lease", &s).await?;
+                        continue;
+                    }
+                },
             };
             let lease = match v1::lease_reply::State::try_from(reply.state) {
                 Ok(v1::lease_reply::State::Leased) => reply.lease.ok_or("a LEASED reply without a lease")?,
@@ -273,11 +307,11 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, String> {
             while session.weights.version.is_none_or(|v| v < lease.weights_version) {
                 match pull(&mut client, &mut session).await {
                     Ok(b) => sum.bytes_pulled += b,
-                    Err(s) if s.code() == Code::NotFound => {
-                        session = register(&mut client, &o, &mut backoff).await?;
-                    }
-                    Err(s) if fatal(&s) => return Err(format!("pull weights: {}", s.message())),
-                    Err(s) => backoff.wait("pull weights", &s).await?,
+                    Err(s) => match on_error(s.code()) {
+                        OnError::Stop => return Err(format!("pull weights: {}", s.message())),
+                        OnError::Register => session = register(&mut client, &o, &mut backoff).await?,
+                        OnError::DropShard | OnError::Retry => backoff.wait("pull weights", &s).await?,
+                    },
                 }
             }
             let version = session.weights.version.expect("pulled");
@@ -342,19 +376,31 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, String> {
                     Ok(r) => {
                         backoff.reset();
                         sum.bytes_pushed += bytes;
-                        break r.into_inner();
+                        break Some(r.into_inner());
                     }
-                    Err(s) if s.code() == Code::NotFound => {
-                        session = register(&mut client, &o, &mut backoff).await?;
-                        // The new session holds no weights; the gradient stays valid for
-                        // the version it was computed with.
-                        session.weights.version = None;
-                    }
-                    Err(s) if fatal(&s) || s.code() == Code::InvalidArgument || s.code() == Code::ResourceExhausted => {
-                        return Err(format!("push of shard {}: {}", lease.shard_id, s.message()));
-                    }
-                    Err(s) => backoff.wait("push", &s).await?,
+                    Err(s) => match on_error(s.code()) {
+                        OnError::Stop => {
+                            return Err(format!("push of shard {}: {}", lease.shard_id, s.message()));
+                        }
+                        OnError::Register => {
+                            // A restarted coordinator: it answers DUPLICATE if the merge
+                            // was journaled before it went down, else the lease is gone.
+                            session = register(&mut client, &o, &mut backoff).await?;
+                            // The new session holds no weights; the gradient stays valid
+                            // for the version it was computed with.
+                            session.weights.version = None;
+                        }
+                        OnError::DropShard => {
+                            tracing::info!(shard = lease.shard_id, attempt = lease.attempt, "result dropped: {}", s.message());
+                            break None;
+                        }
+                        OnError::Retry => backoff.wait("push", &s).await?,
+                    },
                 }
+            };
+            let Some(reply) = reply else {
+                sum.dropped += 1;
+                continue;
             };
             sum.shards += 1;
             sum.positions += output.stats.positions;
@@ -406,4 +452,29 @@ pub fn fetch_status(
             .map(|r| r.into_inner())
             .map_err(|s| format!("{coordinator}: {}", s.message()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_code_alone_decides() {
+        let cases = [
+            (Code::Unauthenticated, OnError::Stop),
+            (Code::FailedPrecondition, OnError::Stop),
+            (Code::InvalidArgument, OnError::Stop),
+            (Code::ResourceExhausted, OnError::Stop),
+            (Code::OutOfRange, OnError::Stop),
+            (Code::NotFound, OnError::Register),
+            (Code::Aborted, OnError::DropShard),
+            (Code::Unavailable, OnError::Retry),
+            (Code::Internal, OnError::Retry),
+            (Code::DeadlineExceeded, OnError::Retry),
+            (Code::Unknown, OnError::Retry),
+        ];
+        for (code, decision) in cases {
+            assert_eq!(on_error(code), decision, "{code:?}");
+        }
+    }
 }

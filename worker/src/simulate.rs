@@ -2,6 +2,7 @@
 //! recorded gradient for each, as fast as the coordinator lets them. The push bytes are
 //! prepared once, so the figures measure the coordinator, not the client.
 
+use keima_proto::seal::push_checksum;
 use keima_proto::sparse::{self, Fnv64, GradEntry};
 use keima_proto::v1::coordinator_client::CoordinatorClient;
 use keima_proto::v1::{self, push_chunk::Part};
@@ -77,16 +78,17 @@ pub fn run_load(
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let mut sum = Fnv64::default();
+    // The payload is hashed once; each push seals it with its own header (cheap).
+    let mut payload = Fnv64::default();
     let mut blobs = Vec::new();
     for part in gradient.chunks(sparse::ENTRIES_PER_CHUNK) {
         let raw = sparse::encode_gradient(part);
-        sum.update(&raw);
+        payload.update(&raw);
         blobs.push(sparse::compress(&raw));
     }
     let blobs = Arc::new(blobs);
     let bytes_per_push = blobs.iter().map(|b| b.len() as u64).sum();
-    let (checksum, entries) = (sum.0, gradient.len() as u64);
+    let entries = gradient.len() as u64;
     rt.block_on(async move {
         let started = Instant::now();
         let mut tasks = Vec::new();
@@ -122,31 +124,35 @@ pub fn run_load(
                             continue;
                         }
                     };
-                    let mut chunks = vec![v1::PushChunk {
-                        part: Some(Part::Header(v1::PushHeader {
-                            protocol: PROTOCOL_VERSION,
-                            worker_id: id.clone(),
-                            shard_id: lease.shard_id,
-                            attempt: lease.attempt,
-                            weights_version: lease.weights_version,
-                            layout: Some(layout),
-                            gradient_entries: entries,
-                            teacher_records: 0,
-                        })),
-                    }];
+                    let header = v1::PushHeader {
+                        protocol: PROTOCOL_VERSION,
+                        worker_id: id.clone(),
+                        shard_id: lease.shard_id,
+                        attempt: lease.attempt,
+                        weights_version: lease.weights_version,
+                        layout: Some(layout),
+                        gradient_entries: entries,
+                        teacher_records: 0,
+                    };
+                    // The coordinator checks the claim against the shard: a teacher
+                    // shard of N records yields at most N positions.
+                    let claimed = match &lease.kind {
+                        Some(v1::lease::Kind::Teacher(t)) => positions.min(t.count),
+                        _ => positions,
+                    };
+                    let stats = v1::ShardStats {
+                        positions: claimed,
+                        used: claimed,
+                        loss_sum: 0.69 * claimed as f64,
+                        ..Default::default()
+                    };
+                    let checksum = push_checksum(payload, &header, &stats);
+                    let mut chunks = vec![v1::PushChunk { part: Some(Part::Header(header)) }];
                     chunks.extend(
                         blobs.iter().map(|b| v1::PushChunk { part: Some(Part::Gradient(b.clone())) }),
                     );
                     chunks.push(v1::PushChunk {
-                        part: Some(Part::Trailer(v1::PushTrailer {
-                            stats: Some(v1::ShardStats {
-                                positions,
-                                used: positions,
-                                loss_sum: 0.69 * positions as f64,
-                                ..Default::default()
-                            }),
-                            checksum,
-                        })),
+                        part: Some(Part::Trailer(v1::PushTrailer { stats: Some(stats), checksum })),
                     });
                     let t = Instant::now();
                     let r = c

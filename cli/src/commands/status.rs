@@ -34,6 +34,7 @@ pub fn run(a: StatusArgs) -> CommandResult {
                 "bytes_out": s.bytes_out, "rejected_pushes": s.rejected_pushes,
                 "duplicate_pushes": s.duplicate_pushes, "stale_pushes": s.stale_pushes,
                 "mean_staleness": s.mean_staleness, "finished": s.finished, "elapsed_s": s.elapsed_s,
+                "server_faults": s.server_faults, "teacher_records_kept": s.teacher_records_kept,
             })
         );
         return Ok(ExitCode::SUCCESS);
@@ -56,12 +57,14 @@ pub fn run(a: StatusArgs) -> CommandResult {
     println!("loss      {:.4} (mean over merged positions)", s.train_loss);
     println!("workers   {} alive; mean staleness {:.2} versions", s.workers_alive, s.mean_staleness);
     println!(
-        "pushes    {} duplicate, {} stale, {} rejected; {:.1} MiB in, {:.1} MiB out",
+        "pushes    {} duplicate, {} stale, {} rejected; {:.1} MiB in, {:.1} MiB out; {} server faults",
         s.duplicate_pushes,
         s.stale_pushes,
         s.rejected_pushes,
         mib(s.bytes_in),
-        mib(s.bytes_out)
+        mib(s.bytes_out),
+        s.server_faults
     );
+    println!("records   {} teacher records kept", s.teacher_records_kept);
     Ok(ExitCode::SUCCESS)
 }

@@ -67,12 +67,13 @@ pub fn run_cmd(a: WorkerArgs) -> CommandResult {
     })?;
     if !a.quiet || s.interrupted {
         println!(
-            "worker {name}: {} shards ({} merged, {} duplicate, {} stale), {} positions, {:.1}s; \
-             pushed {} KiB, pulled {} KiB{}",
+            "worker {name}: {} shards ({} merged, {} duplicate, {} stale), {} dropped (lease gone), {} \
+             positions, {:.1}s; pushed {} KiB, pulled {} KiB{}",
             s.shards,
             s.merged,
             s.duplicates,
             s.stale,
+            s.dropped,
             s.positions,
             s.seconds,
             s.bytes_pushed / 1024,
