@@ -234,6 +234,66 @@ fn resume_from_a_checkpoint_is_bit_exact() {
     assert!(checkpoint::load(&newest).unwrap_err().contains("truncated"));
 }
 
+/// Rewriting a checkpoint of the same number never deletes the complete one first: a
+/// crash between moving it aside and putting the new one in place (simulated by leaving
+/// the directories as that moment would) is repaired at resume, which finds the complete
+/// checkpoint, and leftover `.tmp`/`.old` directories are removed.
+#[test]
+fn a_crash_while_rewriting_a_checkpoint_keeps_it() {
+    let tmp = tmp_dir("rewrite");
+    let dir = tmp.path();
+    let (train, val) = data(dir);
+    let mut cfg = config(dir, &train, &val);
+    cfg.deterministic = true;
+    cfg.max_updates = 4;
+    cfg.checkpoint_every = 4;
+    cfg.keep_checkpoints = 0;
+    cfg.batch_size = 150;
+    let mut trainer = Trainer::new(cfg.clone()).unwrap();
+    trainer.run(&mut |_| {}).unwrap();
+    let ckpt = checkpoint::list(&cfg.out_dir).pop().unwrap();
+    let root = ckpt.parent().unwrap().to_path_buf();
+    let name = ckpt.file_name().unwrap().to_str().unwrap().to_string();
+    // The moment between the two renames: the complete checkpoint aside, the new one as .tmp.
+    let aside = root.join(format!("{name}.old"));
+    std::fs::rename(&ckpt, &aside).unwrap();
+    std::fs::create_dir(root.join(format!("{name}.tmp"))).unwrap();
+    assert!(checkpoint::list(&cfg.out_dir).is_empty(), "neither .old nor .tmp counts as a checkpoint");
+    let (found, warnings) = checkpoint::find(&cfg.out_dir).unwrap();
+    assert_eq!((found.clone(), warnings.len()), (ckpt.clone(), 0));
+    checkpoint::load(&found).unwrap();
+    let left: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec![name.clone()], "only the complete checkpoint is left");
+    // The moment after the second rename: both complete; the .old one is dropped.
+    copy_dir(&ckpt, &aside);
+    let (found, _) = checkpoint::find(&cfg.out_dir).unwrap();
+    assert_eq!(found, ckpt);
+    assert!(!aside.exists());
+    // A real rewrite of the same number replaces it and leaves nothing else.
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(&ckpt).unwrap().ino();
+    let (mut resumed, _) = Trainer::resume(&ckpt, None, None).unwrap();
+    assert_eq!(resumed.checkpoint().unwrap(), ckpt);
+    assert_ne!(std::fs::metadata(&ckpt).unwrap().ino(), inode, "checkpoint {name} was rewritten");
+    let left: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec![name], "{left:?}");
+    checkpoint::load(&ckpt).unwrap();
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
 #[test]
 fn weight_file_header_errors() {
     let tmp = tmp_dir("header");

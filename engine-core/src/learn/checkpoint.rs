@@ -2,7 +2,9 @@
 //! `weights.kw` (weights, accumulators and counters; the header records a data checksum)
 //! and `state.json` (counters, data cursor, RNG, loss accumulators, the config). It is
 //! written as `ckpt-….tmp`, every file fsynced, then renamed and the parent fsynced, so a
-//! crash leaves either the old set or the new one. The last K are kept.
+//! crash leaves either the old set or the new one (a checkpoint of the same number is
+//! moved aside first, never deleted before its replacement is in place). The last K are
+//! kept.
 
 use super::trainer::{LearnConfig, TrainState};
 use super::weights::WeightFile;
@@ -12,6 +14,8 @@ use std::path::{Path, PathBuf};
 pub const STATE_FILE: &str = "state.json";
 pub const WEIGHTS_FILE: &str = "weights.kw";
 pub const STATE_VERSION: u32 = 1;
+/// A checkpoint being replaced by one of the same number waits under this suffix.
+const OLD_SUFFIX: &str = ".old";
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CheckpointState {
@@ -54,10 +58,12 @@ pub fn write(
 }
 
 /// Writes the checkpoint directory `ckpt-<number, 12 digits>` under `<run_dir>/checkpoints`
-/// (used by `keima learn` and by the coordinator): `weights.kw` (sealed, copied sparsely)
-/// and `state.json` from `state_json(data checksum of the weights)`. Written as `….tmp`,
-/// every file fsynced, renamed, the parent fsynced; then pruned to the newest `keep` (0 =
-/// keep all). Returns the directory.
+/// (used by `keima learn`): `weights.kw` (sealed, copied sparsely) and `state.json` from
+/// `state_json(data checksum of the weights)`. Written as `….tmp`, every file fsynced,
+/// renamed, the parent fsynced; then pruned to the newest `keep` (0 = keep all). A
+/// checkpoint of the same number already there is moved aside to `….old` and removed
+/// only once the new one is in place ([`recover`] finishes the job after a crash).
+/// Returns the directory.
 pub fn write_dir(
     run_dir: &Path,
     number: u64,
@@ -84,11 +90,20 @@ pub fn write_dir(
         f.write_all(&json).and_then(|_| f.sync_all()).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     fsync_dir(&tmp)?;
+    let aside = root.join(format!("{name}{OLD_SUFFIX}"));
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Never delete the complete checkpoint before its replacement is in place.
+        if aside.exists() {
+            std::fs::remove_dir_all(&aside).map_err(|e| format!("{}: {e}", aside.display()))?;
+        }
+        std::fs::rename(&dir, &aside).map_err(|e| format!("rename to {}: {e}", aside.display()))?;
+        fsync_dir(&root)?;
     }
     std::fs::rename(&tmp, &dir).map_err(|e| format!("rename to {}: {e}", dir.display()))?;
     fsync_dir(&root)?;
+    if aside.exists() {
+        std::fs::remove_dir_all(&aside).map_err(|e| format!("{}: {e}", aside.display()))?;
+    }
     if keep > 0 {
         let all = list(run_dir);
         for old in all.iter().take(all.len().saturating_sub(keep)) {
@@ -107,9 +122,9 @@ pub fn list(out_dir: &Path) -> Vec<PathBuf> {
                 .map(|e| e.path())
                 .filter(|p| {
                     p.is_dir()
-                        && p.file_name()
-                            .and_then(|f| f.to_str())
-                            .is_some_and(|n| n.starts_with("ckpt-") && !n.ends_with(".tmp"))
+                        && p.file_name().and_then(|f| f.to_str()).is_some_and(|n| {
+                            n.starts_with("ckpt-") && !n.ends_with(".tmp") && !n.ends_with(OLD_SUFFIX)
+                        })
                 })
                 .collect()
         })
@@ -138,12 +153,46 @@ pub fn load(dir: &Path) -> Result<(CheckpointState, WeightFile), String> {
     Ok((cs, w))
 }
 
+/// Finishes what a crash during [`write_dir`] left: a checkpoint moved aside to `….old`
+/// whose replacement never arrived is put back; leftover `….old` and `….tmp` directories
+/// are removed.
+pub fn recover(out_dir: &Path) -> Result<(), String> {
+    let root = checkpoints_root(out_dir);
+    let Ok(entries) = std::fs::read_dir(&root) else { return Ok(()) };
+    let mut changed = false;
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("ckpt-") {
+            continue;
+        }
+        if let Some(base) = name.strip_suffix(OLD_SUFFIX) {
+            let complete = root.join(base);
+            if complete.exists() {
+                std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            } else {
+                std::fs::rename(&path, &complete)
+                    .map_err(|e| format!("restore {}: {e}", complete.display()))?;
+            }
+            changed = true;
+        } else if name.ends_with(".tmp") {
+            std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            changed = true;
+        }
+    }
+    if changed {
+        fsync_dir(&root)?;
+    }
+    Ok(())
+}
+
 /// Resolves `--resume PATH`: a checkpoint directory, or a run directory (its newest valid
 /// checkpoint; invalid newer ones are reported in the returned warnings and skipped).
 pub fn find(path: &Path) -> Result<(PathBuf, Vec<String>), String> {
     if path.join(STATE_FILE).exists() {
         return Ok((path.to_path_buf(), Vec::new()));
     }
+    recover(path)?;
     let all = list(path);
     if all.is_empty() {
         return Err(format!("{}: neither a checkpoint nor a run directory with checkpoints", path.display()));
