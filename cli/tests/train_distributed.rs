@@ -226,18 +226,16 @@ fn records_config(d: &Path, run: &Path, port: u16, lease_seconds: u32) -> PathBu
 }
 
 fn worker(run: &Path, name: &str) -> Proc {
+    spawn_worker(run, name, &["--give-up-after", "60"])
+}
+
+/// `keima worker` connected to the run's coordinator, with `extra` arguments.
+fn spawn_worker(run: &Path, name: &str, extra: &[&str]) -> Proc {
     let url = std::fs::read_to_string(run.join("coordinator.url")).unwrap();
-    spawn(&[
-        "worker",
-        "--coordinator",
-        &url,
-        "--token-file",
-        s(&run.join("token")),
-        "--name",
-        name,
-        "--give-up-after",
-        "60",
-    ])
+    let token = run.join("token");
+    let mut args = vec!["worker", "--coordinator", &url, "--token-file", s(&token), "--name", name];
+    args.extend_from_slice(extra);
+    spawn(&args)
 }
 
 /// Records kept in the run's teacher shards (one file per merged shard), from the manifests.
@@ -350,20 +348,7 @@ fn deterministic_config(d: &Path, run: &Path, port: u16) -> PathBuf {
 }
 
 fn worker_with_threads(run: &Path, name: &str, threads: &str) -> Proc {
-    let url = std::fs::read_to_string(run.join("coordinator.url")).unwrap();
-    spawn(&[
-        "worker",
-        "--coordinator",
-        &url,
-        "--token-file",
-        s(&run.join("token")),
-        "--name",
-        name,
-        "--threads",
-        threads,
-        "--give-up-after",
-        "120",
-    ])
+    spawn_worker(run, name, &["--threads", threads, "--give-up-after", "120"])
 }
 
 /// Waits for a coordinator process to stop on an injected fault and checks that it did.

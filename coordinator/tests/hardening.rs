@@ -172,14 +172,10 @@ fn fail_at(core: &Core, point: FaultPoint, version: u64) {
     core.faults.arm(FaultPlan { point, version: Some(version), action: FaultAction::Fail });
 }
 
-const CHECKPOINT_POINTS: [FaultPoint; 6] = [
-    FaultPoint::CheckpointWeightsCopied,
-    FaultPoint::CheckpointStateWritten,
-    FaultPoint::CheckpointOldMovedAside,
-    FaultPoint::CheckpointRenamed,
-    FaultPoint::CheckpointPruned,
-    FaultPoint::CheckpointJournalPruned,
-];
+/// Every crash point inside a checkpoint (all but the one in the merge path).
+fn checkpoint_points() -> impl Iterator<Item = FaultPoint> {
+    FaultPoint::ALL.into_iter().filter(|&p| p != FaultPoint::MergeJournaled)
+}
 
 /// Fault 1: a resumed coordinator rewrites the checkpoint of the version it has (the final
 /// checkpoint after a resume with nothing new); a crash at any step of that rewrite must
@@ -197,7 +193,7 @@ fn fault1_crash_while_rewriting_a_checkpoint_loses_no_acknowledged_merge() {
         assert_eq!(r.outcome, Outcome::Merged as i32);
     }
     let mut svc = svc;
-    for point in CHECKPOINT_POINTS {
+    for point in checkpoint_points() {
         drop(svc); // kill -9 (no final checkpoint)
         svc = resume(&run);
         assert_state(&svc.core, 4, true);
