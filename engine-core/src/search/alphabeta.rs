@@ -776,6 +776,9 @@ impl SearchThread {
         let cont_rows = [self.stack[f - 1].cont_row, self.stack[f - 2].cont_row];
         let mut mp = self.take_picker();
         mp.init_qsearch(&self.pos, tt_mv, recapture);
+        if depth == 0 && !in_check {
+            mp.with_quiet_checks(&self.pos.check_info());
+        }
         // Computed at the first move: most quiescence nodes have none.
         let mut discoverers = None;
         let mut best_move = Move::NONE;

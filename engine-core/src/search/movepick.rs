@@ -41,6 +41,8 @@ enum Stage {
     QsTt,
     QsCaptureInit,
     QsCapture,
+    QsChecksInit,
+    QsChecks,
     Done,
 }
 
@@ -86,6 +88,8 @@ pub struct MovePicker {
     /// ... except those that give check, when this is set (mating attacks in shogi are
     /// strings of quiet checks, often late in the history order).
     keep_checks: Option<CheckInfo>,
+    /// Quiescence at its first ply: quiet checks after the captures.
+    qs_checks: Option<CheckInfo>,
 }
 
 impl MovePicker {
@@ -107,6 +111,7 @@ impl MovePicker {
             cont_rows: [0; 3],
             skip_quiets: false,
             keep_checks: None,
+            qs_checks: None,
         })
     }
 
@@ -124,6 +129,13 @@ impl MovePicker {
         self.cont_rows = [0; 3];
         self.skip_quiets = false;
         self.keep_checks = None;
+        self.qs_checks = None;
+    }
+
+    /// Quiescence: after the captures, the quiet moves that give check (mates in shogi
+    /// are mostly strings of quiet checks, drops above all).
+    pub fn with_quiet_checks(&mut self, checks: &CheckInfo) {
+        self.qs_checks = Some(*checks);
     }
 
     /// Late-move pruning: from now on only captures and quiet moves that give check.
@@ -432,6 +444,28 @@ impl MovePicker {
                             return m;
                         }
                     }
+                    self.stage = if self.qs_checks.is_some() { Stage::QsChecksInit } else { Stage::Done };
+                }
+                Stage::QsChecksInit => {
+                    let checks = self.qs_checks.expect("set with the stage");
+                    let mut list = MoveList::new();
+                    pos.generate_quiets(&mut list);
+                    list.retain(|m| checks.gives_check(m));
+                    self.cur = 0;
+                    self.end = 0;
+                    self.append(&list, false);
+                    self.score_quiets(history);
+                    self.partial_sort(i32::MIN);
+                    self.stage = Stage::QsChecks;
+                }
+                Stage::QsChecks => {
+                    while self.cur < self.end {
+                        let m = self.get(self.cur).mv;
+                        self.cur += 1;
+                        if m != self.tt_move {
+                            return m;
+                        }
+                    }
                     self.stage = Stage::Done;
                 }
                 Stage::ProbCut => {
@@ -600,6 +634,37 @@ mod tests {
             quiet_checks += want.iter().filter(|&&m| !is_capture(pos, m) && m != first).count();
         }
         assert!(quiet_checks > 100, "{quiet_checks} quiet checks");
+    }
+
+    /// With quiet checks, the quiescence picker yields its captures and then every quiet
+    /// move that gives check, each once.
+    #[test]
+    fn qsearch_picker_with_quiet_checks() {
+        crate::rules::attacks::init();
+        let suite = crate::rules::random_walk::capture_heavy_suite(80, 15);
+        let h = History::new();
+        let mut checks_seen = 0;
+        for pos in suite.iter().filter(|p| !p.in_check()) {
+            let mut plain = MovePicker::boxed();
+            plain.init_qsearch(pos, Move::NONE, None);
+            let captures = all_moves(&mut plain, pos, &h);
+            let mut mp = MovePicker::boxed();
+            mp.init_qsearch(pos, Move::NONE, None);
+            mp.with_quiet_checks(&pos.check_info());
+            let got = all_moves(&mut mp, pos, &h);
+            assert_eq!(&got[..captures.len()], &captures[..], "captures first, unchanged");
+            let quiet: Vec<Move> = got[captures.len()..].to_vec();
+            let want: HashSet<Move> = pos
+                .legal_moves()
+                .iter()
+                .copied()
+                .filter(|&m| !is_inferior_non_promotion(m) && !is_capture(pos, m) && pos.gives_check(m))
+                .collect();
+            assert_eq!(quiet.iter().copied().collect::<HashSet<_>>(), want, "{}", pos.to_sfen());
+            assert_eq!(quiet.len(), want.len(), "a quiet check came twice in {}", pos.to_sfen());
+            checks_seen += want.len();
+        }
+        assert!(checks_seen > 100, "{checks_seen} quiet checks");
     }
 
     #[test]
