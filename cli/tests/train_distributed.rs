@@ -123,7 +123,10 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// Small teacher data made by self-play.
+/// Small teacher data made by self-play. Material-only play at a few hundred nodes has no
+/// plan, so from a quiet position both sides often shuffle into a repetition draw with
+/// every score 0, which trains nothing; 16 random opening moves unbalance the material so
+/// that the games have scores and results whatever the search does.
 fn teacher_data(dir: &Path, games: &str) -> PathBuf {
     let p = dir.join("data.psv.zst");
     run_ok(&[
@@ -135,7 +138,7 @@ fn teacher_data(dir: &Path, games: &str) -> PathBuf {
         "--nodes",
         "200",
         "--random-moves",
-        "8",
+        "16",
         "--seed",
         "5",
     ]);
