@@ -94,3 +94,26 @@ fn eval_with_missing_eval_dir_names_the_file() {
     assert_ne!(code, 0);
     assert!(err.contains("KK_synthesized.bin"), "{err}");
 }
+
+/// `bench depth --nodes`: a node budget per position makes the depth a property of the
+/// search alone, so two runs agree exactly, and a larger budget never reaches less deep.
+#[test]
+fn bench_depth_at_a_node_budget_is_deterministic() {
+    let records = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/records/pro/kifu09136.csa");
+    let run = |nodes: &str| {
+        let (code, out, err) = keima(&["bench", "depth", "--records", records, "--nodes", nodes, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        json(&out)
+    };
+    let (a, b, big) = (run("4000"), run("4000"), run("40000"));
+    assert_eq!(a["positions"], 6);
+    assert_eq!(a["total_nodes"], b["total_nodes"]);
+    assert_eq!(a["mean_depth"], b["mean_depth"]);
+    assert_eq!(a["nodes_budget"], 4000);
+    let total = a["total_nodes"].as_u64().unwrap();
+    assert!(total > 6 * 2000 && total < 6 * 5000, "{total} nodes for 6 searches of 4000");
+    assert!(big["mean_depth"].as_f64().unwrap() > a["mean_depth"].as_f64().unwrap(), "{a} {big}");
+    let (code, _, err) = keima(&["bench", "depth", "--records", records, "--nodes", "0"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--nodes"), "{err}");
+}

@@ -64,6 +64,10 @@ pub enum BenchCommand {
         /// Milliseconds per position.
         #[arg(long, default_value_t = 1000)]
         movetime: u64,
+        /// Nodes per position instead of a time (deterministic with one thread; compares
+        /// searches independently of the machine's speed and load).
+        #[arg(long, conflicts_with = "movetime")]
+        nodes: Option<u64>,
         /// KPPT directory; default: material only.
         #[arg(long)]
         eval: Option<std::path::PathBuf>,
@@ -160,8 +164,8 @@ pub fn run(args: BenchArgs) -> CommandResult {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Depth { records, movetime, eval, hash, threads, json } => {
-            super::bench_depth::run(&records, movetime, eval.as_deref(), hash, threads, json)
+        BenchCommand::Depth { records, movetime, nodes, eval, hash, threads, json } => {
+            super::bench_depth::run(&records, movetime, nodes, eval.as_deref(), hash, threads, json)
         }
         BenchCommand::Search { positions, max_depth, max_nodes, json } => {
             super::bench_search::run(positions, max_depth, max_nodes, json)

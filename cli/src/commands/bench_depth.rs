@@ -2,6 +2,10 @@
 //! positions (plies 40, 50, ..., 90 of every game of at least 100 moves in the records
 //! given), each searched once with a fresh table, like a move in a game at that time
 //! control. Prints the mean completed depth, the mean selective depth and nodes/s.
+//!
+//! With `--nodes` each search gets a node budget instead: the depth then depends only on
+//! the search, not on the machine or its load (one thread: deterministic), so two
+//! searches can be compared on a busy machine; depth at a time is that at nodes/s × time.
 
 use super::CommandResult;
 use super::records::collect_files;
@@ -47,6 +51,7 @@ fn suite(records: &Path) -> Result<Vec<(Position, Vec<Move>)>, String> {
 pub fn run(
     records: &Path,
     movetime: u64,
+    node_budget: Option<u64>,
     eval: Option<&Path>,
     hash: usize,
     threads: usize,
@@ -54,6 +59,9 @@ pub fn run(
 ) -> CommandResult {
     if movetime == 0 {
         return Err("--movetime must be at least 1 ms".into());
+    }
+    if node_budget == Some(0) {
+        return Err("--nodes must be at least 1".into());
     }
     engine_core::rules::attacks::init();
     let positions = suite(records)?;
@@ -64,7 +72,14 @@ pub fn run(
         None => Evaluator::material_only(),
     });
     let time = Duration::from_millis(movetime);
-    let limits = Limits { time: Some(time), soft_time: Some(time), ..Limits::default() };
+    let limits = match node_budget {
+        Some(n) => Limits::nodes(n),
+        None => Limits { time: Some(time), soft_time: Some(time), ..Limits::default() },
+    };
+    let budget = match node_budget {
+        Some(n) => format!("{n} nodes"),
+        None => format!("{movetime} ms"),
+    };
     let (mut depth_sum, mut seldepth_sum, mut nodes, mut secs) = (0i64, 0i64, 0u64, 0f64);
     let mut depths = Vec::with_capacity(positions.len());
     for (start, moves) in &positions {
@@ -86,12 +101,13 @@ pub fn run(
         println!(
             "{}",
             serde_json::json!({"bench": "depth", "positions": positions.len(), "movetime_ms": movetime,
+                "nodes_budget": node_budget, "total_nodes": nodes,
                 "threads": threads, "mean_depth": mean_depth, "mean_seldepth": mean_seldepth,
                 "min_depth": depths[0], "max_depth": depths[depths.len() - 1], "nodes_per_second": nps as u64})
         );
     } else {
         println!(
-            "{} positions, {movetime} ms each, {threads} thread(s), {} eval: mean depth {mean_depth:.1} (min {}, max {}), mean seldepth {mean_seldepth:.1}, {:.0} nodes/s",
+            "{} positions, {budget} each, {threads} thread(s), {} eval: mean depth {mean_depth:.1} (min {}, max {}), mean seldepth {mean_seldepth:.1}, {nodes} nodes, {:.0} nodes/s",
             positions.len(),
             if eval.is_some() { "KPPT" } else { "material" },
             depths[0],
