@@ -2,9 +2,9 @@
 //! → search → teacher → gradient → merge. Nothing here knows about networks, and no module
 //! decides where files live: callers pass paths or readers.
 
-pub mod dobutsu;
 pub mod eval;
 pub mod learn;
+pub mod mmap;
 pub mod play;
 pub mod records;
 pub mod rules;

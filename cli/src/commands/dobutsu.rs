@@ -1,18 +1,18 @@
 //! `keima dobutsu`: dobutsu shogi — perft, the exact solution (build / query), feature
 //! tables for the improved Monte Carlo player, matches, teacher quality, benchmarks.
-//! The logic is `engine_core::dobutsu`.
+//! The logic is the `keima-dobutsu` crate (`dobutsu/`).
 
 use super::CommandResult;
 use clap::{Args, Subcommand, ValueEnum};
-use engine_core::dobutsu::game::Outcome;
-use engine_core::dobutsu::mc_player::{FeatureTables, McKind, alpha_for, evaluate_moves};
-use engine_core::dobutsu::movegen::{MoveList, legal_moves, perft};
-use engine_core::dobutsu::players::{Player, best_moves, play_game};
-use engine_core::dobutsu::playout::{Rng, uniform_playout};
-use engine_core::dobutsu::rules::{Color, Move, Position};
-use engine_core::dobutsu::solver::{Value, enumerate, move_values, retrograde, table_key};
-use engine_core::dobutsu::table_file::{Table, write_table};
 use indicatif::{ProgressBar, ProgressStyle};
+use keima_dobutsu::game::Outcome;
+use keima_dobutsu::mc_player::{FeatureTables, McKind, alpha_for, evaluate_moves};
+use keima_dobutsu::movegen::{MoveList, legal_moves, perft};
+use keima_dobutsu::players::{Player, best_moves, play_game};
+use keima_dobutsu::playout::{Rng, uniform_playout};
+use keima_dobutsu::rules::{Color, Move, Position};
+use keima_dobutsu::solver::{Value, enumerate, move_values, retrograde, table_key};
+use keima_dobutsu::table_file::{Table, write_table};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -248,7 +248,7 @@ fn solve(a: SolveArgs) -> CommandResult {
     let table = open_table(&a.table).map_err(|e| format!("{e} (or give --build --out FILE)"))?;
     let sfen = a.position.as_deref().unwrap_or("startpos");
     let pos = Position::from_sfen(sfen).map_err(|e| format!("--position {sfen:?}: {e}"))?;
-    let value = match engine_core::dobutsu::solver::terminal_value(&pos) {
+    let value = match keima_dobutsu::solver::terminal_value(&pos) {
         Some(v) => Some(v),
         None => table.value(table_key(&pos)),
     };
@@ -424,8 +424,8 @@ fn run_match(a: MatchArgs) -> CommandResult {
 }
 
 fn teacher_quality(a: TeacherArgs) -> CommandResult {
-    use engine_core::dobutsu::alphabeta;
-    use engine_core::dobutsu::teacher_quality::{sample_positions, score};
+    use keima_dobutsu::alphabeta;
+    use keima_dobutsu::teacher_quality::{sample_positions, score};
     let table = Table::open(&a.table)?;
     let tables = match &a.tables {
         Some(p) => Some(FeatureTables::load(p)?),
@@ -515,7 +515,7 @@ fn bench(playouts: u64, tables: Option<PathBuf>) -> CommandResult {
     let n_imp = playouts / 10;
     let t1 = Instant::now();
     for _ in 0..n_imp {
-        let w = engine_core::dobutsu::mc_player::improved_playout(&start, &t, alpha_for(1000), &mut rng);
+        let w = keima_dobutsu::mc_player::improved_playout(&start, &t, alpha_for(1000), &mut rng);
         decided += w.is_some() as u64;
     }
     let s_imp = t1.elapsed().as_secs_f64();

@@ -3,6 +3,7 @@
 //! ~860 MB); saving writes each file atomically (temp file, fsync, rename).
 
 use super::kppt::{KK_LEN, KKP_LEN, KPP_LEN, KpptTables, Table};
+use crate::mmap::map_read_only;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -46,10 +47,8 @@ fn map_table<T: Copy + 'static>(path: &Path, len: usize) -> Result<Table<T>, Eva
     if actual != expected {
         return Err(EvalFileError::WrongSize { path: path.to_path_buf(), expected, actual });
     }
-    // SAFETY: the file is opened read-only and mapped private to this process; Keima never
-    // writes eval files in place (saves go to a temp file and are renamed over), so the
-    // mapped bytes do not change underneath us when Keima is the only writer.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err(path))?;
+    // Eval files are saved atomically (`write_atomic`), never written in place.
+    let map = map_read_only(&file).map_err(io_err(path))?;
     assert_eq!(map.as_ptr() as usize % std::mem::align_of::<T>(), 0, "mmap is page-aligned");
     Ok(Table::Mapped { map, len })
 }

@@ -7,8 +7,10 @@
 //! and, for moves, the move number.
 
 pub mod csa;
+mod ja_notation;
 pub mod ki2;
 pub mod kif;
+mod kif_fields;
 pub mod load;
 pub mod record;
 pub mod usi_lines;

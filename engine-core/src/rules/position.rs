@@ -3,6 +3,7 @@
 //! A `Position` is plain data (`Copy`, about 400 bytes) with no history; repetition
 //! needs the game's key history and lives in `game.rs`. `do_move` returns a `MoveDelta`
 //! that both undoes the move and tells a differential evaluation what changed.
+//! `startpos`, SFEN/USI in and out, and `Debug` (the SFEN) are in `sfen.rs`.
 
 use super::attacks::*;
 use super::bitboard::Bitboard;
@@ -67,11 +68,6 @@ impl Position {
             king: [None; 2],
             checkers: Bitboard::EMPTY,
         }
-    }
-
-    /// The even-game start position.
-    pub fn startpos() -> Position {
-        Position::from_sfen(super::sfen::STARTPOS_SFEN).expect("the start position SFEN is valid")
     }
 
     // ----- construction (used by parsers; call `finish_setup` at the end) -----
@@ -483,12 +479,6 @@ impl Position {
             }
         }
         counts
-    }
-}
-
-impl std::fmt::Debug for Position {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Position({})", self.to_sfen())
     }
 }
 

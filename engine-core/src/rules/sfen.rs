@@ -107,6 +107,11 @@ fn parse_square(file: u8, rank: u8) -> Option<Square> {
 }
 
 impl Position {
+    /// The even-game start position.
+    pub fn startpos() -> Position {
+        Position::from_sfen(STARTPOS_SFEN).expect("the start position SFEN is valid")
+    }
+
     /// Parses `startpos`, `sfen <SFEN>` or a bare SFEN (the move number may be omitted).
     pub fn from_sfen(text: &str) -> Result<Position, SfenError> {
         let text = text.trim();
@@ -260,6 +265,12 @@ impl Position {
             _ => return Err(syntax()),
         };
         if self.is_legal(m) { Ok(m) } else { Err(UsiMoveError::Illegal(text.to_string())) }
+    }
+}
+
+impl std::fmt::Debug for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Position({})", self.to_sfen())
     }
 }
 

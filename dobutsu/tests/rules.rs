@@ -2,9 +2,9 @@
 //! capture, repetition), and perft computed two ways — by the move generator and by a
 //! slow reference mover written independently here (string board, its own step tables).
 
-use engine_core::dobutsu::game::{Game, Outcome};
-use engine_core::dobutsu::movegen::{MoveList, legal_moves, perft};
-use engine_core::dobutsu::rules::{Color, Move, Position, Status};
+use keima_dobutsu::game::{Game, Outcome};
+use keima_dobutsu::movegen::{MoveList, legal_moves, perft};
+use keima_dobutsu::rules::{Color, Move, Position, Status};
 
 // ---- slow reference mover -------------------------------------------------------------
 

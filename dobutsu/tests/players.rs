@@ -1,13 +1,13 @@
 //! The solved-table file (round trip through the memory map), the Monte Carlo feature
 //! tables (learned, saved, loaded), and the players on positions with a known answer.
 
-use engine_core::dobutsu::mc_player::{FeatureTables, McKind, alpha_for, choose};
-use engine_core::dobutsu::movegen::{MoveList, legal_moves};
-use engine_core::dobutsu::players::{Player, best_moves, play_game};
-use engine_core::dobutsu::playout::{AttackInfo, DEP_SIZE, IND_SIZE, Rng, features};
-use engine_core::dobutsu::rules::{Move, Position};
-use engine_core::dobutsu::solver::{Value, enumerate, move_values, retrograde, table_key};
-use engine_core::dobutsu::table_file::{Table, write_table};
+use keima_dobutsu::mc_player::{FeatureTables, McKind, alpha_for, choose};
+use keima_dobutsu::movegen::{MoveList, legal_moves};
+use keima_dobutsu::players::{Player, best_moves, play_game};
+use keima_dobutsu::playout::{AttackInfo, DEP_SIZE, IND_SIZE, Rng, features};
+use keima_dobutsu::rules::{Move, Position};
+use keima_dobutsu::solver::{Value, enumerate, move_values, retrograde, table_key};
+use keima_dobutsu::table_file::{Table, write_table};
 
 /// A path named `name` in a fresh directory; the directory (and the file) is removed when
 /// the returned guard drops.
@@ -69,7 +69,7 @@ fn perfect_player_wins_every_won_position_against_mc() {
             assert_eq!(v, Some(Value::Win(d)));
         }
         let (o, plies) = play_game(&p, &perfect, &mc, 9, 400);
-        assert_eq!(o, engine_core::dobutsu::game::Outcome::Win(p.side), "{}", p.to_sfen());
+        assert_eq!(o, keima_dobutsu::game::Outcome::Win(p.side), "{}", p.to_sfen());
         assert!(plies as u32 <= d, "won in {plies} plies, the table promised at most {d}");
         played += 1;
         if played == 10 {
@@ -131,7 +131,7 @@ fn mc_players_take_a_lion_and_a_safe_try() {
 
 #[test]
 fn teacher_scores_are_exact_for_a_perfect_and_an_inverted_teacher() {
-    use engine_core::dobutsu::teacher_quality::{sample_positions, score};
+    use keima_dobutsu::teacher_quality::{sample_positions, score};
     let start = Position::from_sfen("gl1/3/1C1/1LG b - 1").unwrap();
     let (keys, _) = enumerate(&start, 1 << 20, &|_| {}).unwrap();
     let (values, _) = retrograde(&keys, &|_| {}).unwrap();
@@ -168,7 +168,7 @@ fn teacher_scores_are_exact_for_a_perfect_and_an_inverted_teacher() {
 
 #[test]
 fn alphabeta_finds_every_short_win_the_table_knows() {
-    use engine_core::dobutsu::alphabeta::{WIN, search};
+    use keima_dobutsu::alphabeta::{WIN, search};
     let start = Position::from_sfen("gl1/3/1C1/1LG b - 1").unwrap();
     let (keys, _) = enumerate(&start, 1 << 20, &|_| {}).unwrap();
     let (values, _) = retrograde(&keys, &|_| {}).unwrap();

@@ -1,7 +1,8 @@
 //! Dobutsu shogi ("let's catch the lion"), a 3×4 shogi small enough to solve completely:
 //! rules and notation, move generation, an exact retrograde solution with a memory-mapped
 //! table, Monte Carlo players (research §4), alpha-beta, and teacher-quality measurement
-//! against the exact values. A separate game: no code is shared with `rules`.
+//! against the exact values. A separate game: no code is shared with engine-core's
+//! `rules`; engine-core only lends the read-only memory map of the table (`engine_core::mmap`).
 
 // Squares and hand slots are small fixed index ranges used across parallel arrays.
 #![allow(clippy::needless_range_loop)]

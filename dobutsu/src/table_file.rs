@@ -8,6 +8,7 @@
 //! refused: rebuild them.
 
 use super::solver::Value;
+use engine_core::mmap::map_read_only;
 use memmap2::Mmap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -55,9 +56,8 @@ pub struct Table {
 impl Table {
     pub fn open(path: &Path) -> Result<Table, String> {
         let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        // SAFETY: the file is opened read-only and Keima never writes a table in place
-        // (writes go to a temp file that is renamed), so the mapping does not change under us.
-        let map = unsafe { Mmap::map(&f) }.map_err(|e| format!("{}: mmap: {e}", path.display()))?;
+        // Tables are written atomically (`write_table`), never in place.
+        let map = map_read_only(&f).map_err(|e| format!("{}: mmap: {e}", path.display()))?;
         if map.len() < HEADER || &map[..8] != MAGIC {
             return Err(format!("{}: not a Keima dobutsu table (bad magic)", path.display()));
         }

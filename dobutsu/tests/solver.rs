@@ -2,9 +2,9 @@
 //! against forward moves (every edge exactly once), and retrograde analysis against a
 //! forward value iteration and against a plain depth-limited minimax.
 
-use engine_core::dobutsu::movegen::{MoveList, legal_moves, pseudo_moves};
-use engine_core::dobutsu::rules::{Color, Position};
-use engine_core::dobutsu::solver::{
+use keima_dobutsu::movegen::{MoveList, legal_moves, pseudo_moves};
+use keima_dobutsu::rules::{Color, Position};
+use keima_dobutsu::solver::{
     Index, Value, enumerate, fold_key, forward_solve, mirror_key, predecessors, retrograde, table_key,
     terminal_value,
 };
