@@ -6,6 +6,7 @@ pub mod evaluator;
 pub mod kppt;
 pub mod kppt_file;
 pub mod material;
+pub mod noise;
 pub mod patterns;
 pub mod piece_list;
 

@@ -2,9 +2,11 @@
 //! (W/D/L, Elo with a confidence interval) with a CSA record writer; and an SPRT over game
 //! pairs.
 
+pub mod consult;
 pub mod match_stats;
 pub mod sprt;
 pub mod usi_engine;
+pub mod usi_time;
 
 pub use match_stats::{CsaEnd, CsaRecord, EloEstimate, MatchStats};
 pub use sprt::{Pentanomial, Sprt, SprtStatus};

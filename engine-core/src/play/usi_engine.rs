@@ -2,21 +2,17 @@
 //! [`UsiEngine::handle_line`] (or a whole reader with [`UsiEngine::run`]); it writes its
 //! answers to any `Write`. The search runs on a background thread so that `stop`, `quit`,
 //! `isready` and `ponderhit` are answered while it thinks.
-//!
-//! Time management ([`time_limits`]): the time this move may use without losing is
-//! `remaining + increment + byoyomi`; a safety margin (`NetworkDelay`, default 120 ms, but
-//! never more than half of that total) is kept back. The hard limit (the search stops) is
-//! `min(total - margin, remaining / 8 + increment + byoyomi - margin)`; the soft limit (no
-//! new iteration starts once it is used, scaled by how settled the search is) is
-//! `min(hard, remaining / 40 + increment + byoyomi - margin)`. Byoyomi is use-it-or-lose-it:
-//! the search never stops before `byoyomi - margin` (the free time), and in pure byoyomi
-//! soft = hard. `movetime T` is treated as a byoyomi of `T`.
 
+//!
+//! Time management is in `usi_time`.
+
+use super::consult::{self, ConsultOptions};
+pub use super::usi_time::{Clock, GoParams, search_limits, time_limits};
 use crate::eval::Evaluator;
 use crate::eval::kppt_file::load_kppt_dir;
 use crate::eval::patterns::file as pattern_file;
 use crate::rules::{Color, Move, Position, UsiPosition};
-use crate::search::{Info, Limits, SearchResult, Searcher, TranspositionTable};
+use crate::search::{Info, SearchResult, Searcher, TranspositionTable};
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,103 +24,6 @@ pub const ENGINE_NAME: &str = concat!("Keima ", env!("CARGO_PKG_VERSION"));
 pub const ENGINE_AUTHOR: &str = "the Keima authors";
 pub const DEFAULT_HASH_MIB: usize = 64;
 pub const DEFAULT_NETWORK_DELAY_MS: u64 = 120;
-
-/// The arguments of a `go` command. Times are in milliseconds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GoParams {
-    pub depth: Option<i32>,
-    pub nodes: Option<u64>,
-    pub btime: Option<u64>,
-    pub wtime: Option<u64>,
-    pub binc: Option<u64>,
-    pub winc: Option<u64>,
-    pub byoyomi: Option<u64>,
-    pub movetime: Option<u64>,
-    pub infinite: bool,
-    pub ponder: bool,
-}
-
-impl GoParams {
-    /// Parses the words after `go`. Unknown words are errors; `mate` is not supported.
-    pub fn parse(args: &str) -> Result<GoParams, String> {
-        let mut p = GoParams::default();
-        let mut words = args.split_whitespace();
-        while let Some(w) = words.next() {
-            let mut num = |name: &str| -> Result<u64, String> {
-                let v = words.next().ok_or_else(|| format!("go {name}: missing value"))?;
-                // Some GUIs send negative remaining times; treat them as 0.
-                match v.parse::<i64>() {
-                    Ok(n) => Ok(n.max(0) as u64),
-                    Err(_) => Err(format!("go {name}: bad number {v:?}")),
-                }
-            };
-            match w {
-                "depth" => p.depth = Some(num(w)?.min(1000) as i32),
-                "nodes" => p.nodes = Some(num(w)?),
-                "btime" => p.btime = Some(num(w)?),
-                "wtime" => p.wtime = Some(num(w)?),
-                "binc" => p.binc = Some(num(w)?),
-                "winc" => p.winc = Some(num(w)?),
-                "byoyomi" => p.byoyomi = Some(num(w)?),
-                "movetime" => p.movetime = Some(num(w)?),
-                "infinite" => p.infinite = true,
-                "ponder" => p.ponder = true,
-                other => return Err(format!("go: unsupported argument {other:?}")),
-            }
-        }
-        Ok(p)
-    }
-
-    fn has_clock(&self) -> bool {
-        self.btime.is_some()
-            || self.wtime.is_some()
-            || self.byoyomi.is_some()
-            || self.binc.is_some()
-            || self.winc.is_some()
-            || self.movetime.is_some()
-    }
-
-    /// Nothing bounds the search: it runs until `stop`.
-    fn unbounded(&self) -> bool {
-        self.infinite || self.ponder || (!self.has_clock() && self.depth.is_none() && self.nodes.is_none())
-    }
-}
-
-/// The time limits of one move (see the module documentation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Clock {
-    /// The search stops here.
-    pub hard: Duration,
-    /// Planned use, scaled by the search's stability.
-    pub soft: Duration,
-    /// Lost if not used: never stop before it.
-    pub free: Duration,
-}
-
-/// The time limits for `side`'s move, or `None` when the command gives no clock. See the
-/// module documentation for the rule.
-pub fn time_limits(go: &GoParams, side: Color, network_delay_ms: u64) -> Option<Clock> {
-    let ms = Duration::from_millis;
-    if let Some(total) = go.movetime {
-        let hard = ms(total - network_delay_ms.min(total / 2));
-        return Some(Clock { hard, soft: hard, free: hard });
-    }
-    if !go.has_clock() {
-        return None;
-    }
-    let (remaining, inc) = match side {
-        Color::Black => (go.btime.unwrap_or(0), go.binc.unwrap_or(0)),
-        Color::White => (go.wtime.unwrap_or(0), go.winc.unwrap_or(0)),
-    };
-    let byoyomi = go.byoyomi.unwrap_or(0);
-    let total = remaining + inc + byoyomi;
-    let margin = network_delay_ms.min(total / 2);
-    let ceiling = total - margin;
-    let hard = ceiling.min((remaining / 8 + inc + byoyomi).saturating_sub(margin));
-    let soft = hard.min((remaining / 40 + inc + byoyomi).saturating_sub(margin));
-    let free = hard.min(byoyomi.saturating_sub(margin));
-    Some(Clock { hard: ms(hard), soft: ms(soft), free: ms(free) })
-}
 
 /// One `info` line for a finished iteration.
 pub fn info_line(info: &Info) -> String {
@@ -169,8 +68,15 @@ fn say<W: Write>(out: &Mutex<W>, line: &str) {
     let _ = w.flush();
 }
 
+/// What a search thread holds and gives back.
+enum Engines {
+    Single(Searcher),
+    /// The consultation players.
+    Consult(Vec<Searcher>),
+}
+
 struct Running {
-    handle: JoinHandle<Searcher>,
+    handle: JoinHandle<Engines>,
     stop: Arc<AtomicBool>,
     /// `bestmove` may be sent (false during `go infinite` / `go ponder` until stop/ponderhit).
     release: Arc<AtomicBool>,
@@ -190,6 +96,11 @@ pub struct UsiEngine<W: Write + Send + 'static> {
     evaluator: Option<Arc<Evaluator>>,
     tt: Option<(usize, Arc<TranspositionTable>)>,
     searcher: Option<Searcher>,
+    consult: ConsultOptions,
+    /// The consultation players and the settings they were made with.
+    players: Option<(ConsultOptions, usize, Vec<Searcher>)>,
+    /// The settings of the players a running consultation holds.
+    players_key: Option<(ConsultOptions, usize)>,
     start: Position,
     moves: Vec<Move>,
     running: Option<Running>,
@@ -209,6 +120,9 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             evaluator: None,
             tt: None,
             searcher: None,
+            consult: ConsultOptions::default(),
+            players: None,
+            players_key: None,
             start: Position::startpos(),
             moves: Vec::new(),
             running: None,
@@ -258,6 +172,9 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                     "option name NetworkDelay type spin default {DEFAULT_NETWORK_DELAY_MS} min 0 max 60000"
                 ));
                 self.say("option name USI_Ponder type check default false");
+                for line in consult::USI_OPTIONS {
+                    self.say(line);
+                }
                 self.say("usiok");
             }
             "isready" => {
@@ -276,6 +193,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 if let Some(s) = &mut self.searcher {
                     s.clear_heuristics();
                 }
+                self.players = None; // fresh tables for every player
             }
             "position" => match UsiPosition::parse(args) {
                 Ok(UsiPosition { start, moves }) => {
@@ -314,6 +232,12 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             None => (rest, ""),
         };
         let value = if value == "<empty>" { "" } else { value };
+        if let Some(r) = self.consult.set(name, value) {
+            if let Err(e) = r {
+                self.error(&e);
+            }
+            return;
+        }
         let number = |v: &str| v.parse::<u64>().map_err(|_| format!("option {name}: bad number {v:?}"));
         let result = match name.to_ascii_lowercase().as_str() {
             "hash" | "usi_hash" => number(value).map(|v| self.hash_mib = v.clamp(1, 65536) as usize),
@@ -373,22 +297,49 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         if let Some(s) = &mut self.searcher {
             s.set_threads(self.threads);
         }
+        if self.consult.active()
+            && self.players.as_ref().is_none_or(|(o, mib, _)| *o != self.consult || *mib != self.hash_mib)
+        {
+            self.players = None;
+            let evaluators = self.consult_evaluators();
+            let players = consult::make_players(&self.consult, &evaluators, self.hash_mib);
+            self.players = Some((self.consult.clone(), self.hash_mib, players));
+        }
+    }
+
+    /// The players' evaluations: the engine's own (`random`), or one per directory.
+    fn consult_evaluators(&self) -> Vec<Arc<Evaluator>> {
+        let own = self.evaluator.clone().expect("evaluator loaded");
+        if self.consult.mode != consult::Mode::Evals {
+            return vec![own];
+        }
+        let mut out = Vec::new();
+        for dir in &self.consult.eval_dirs {
+            match load_kppt_dir(Path::new(dir)) {
+                Ok(t) => {
+                    let mut ev = Evaluator::with_kppt(Arc::new(t));
+                    ev.patterns = own.patterns.clone();
+                    out.push(Arc::new(ev));
+                }
+                Err(e) => {
+                    self.error(&format!("ConsultEvalDirs {dir:?}: {e}; this player uses EvalDir"));
+                    out.push(own.clone());
+                }
+            }
+        }
+        out
     }
 
     fn go(&mut self, params: GoParams) {
         self.finish_search();
         self.ensure_ready();
+        if self.consult.active() {
+            return self.go_consult(params);
+        }
         let mut searcher = self.searcher.take().expect("searcher ready");
         searcher.set_position(&self.start, &self.moves);
         let side = searcher.position().side_to_move();
-        let clock = time_limits(&params, side, self.network_delay_ms);
-        let unbounded = params.unbounded();
-        let mut limits = Limits { depth: params.depth, nodes: params.nodes, ..Limits::default() };
-        if !unbounded && let Some(c) = clock {
-            limits.time = Some(c.hard);
-            limits.soft_time = Some(c.soft);
-            limits.free_time = Some(c.free);
-        }
+        let (limits, clock, unbounded) = search_limits(&params, side, self.network_delay_ms);
         let stop = searcher.stop_flag();
         let release = Arc::new(AtomicBool::new(!unbounded));
         let out = self.out.clone();
@@ -404,10 +355,83 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 say(&out, &bestmove_line(&result));
-                searcher
+                Engines::Single(searcher)
             })
             .expect("spawn the search thread");
         self.running = Some(Running { handle, stop, release, ponder: params.ponder, limits: clock });
+    }
+
+    /// `go` with consultation: every player searches, each result is shown as an info
+    /// string, and the chosen player's result is the answer.
+    fn go_consult(&mut self, params: GoParams) {
+        let (_, _, mut players) = self.players.take().expect("players made by ensure_ready");
+        let key = (self.consult.clone(), self.hash_mib);
+        let (limits, clock, unbounded) = search_limits(&params, self.start_side(), self.network_delay_ms);
+        let stop = Arc::new(AtomicBool::new(false));
+        let release = Arc::new(AtomicBool::new(!unbounded));
+        let (out, thread_stop, thread_release) = (self.out.clone(), stop.clone(), release.clone());
+        let (start, moves, threads, vote) = (self.start, self.moves.clone(), self.threads, self.consult.vote);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let handle = std::thread::Builder::new()
+            .name("usi-consult".to_string())
+            .spawn(move || {
+                let results = consult::search(&mut players, &start, &moves, limits, threads, &thread_stop);
+                for (i, r) in results.iter().enumerate() {
+                    say(
+                        &out,
+                        &format!(
+                            "info string player {i} bestmove {} score cp {} depth {} nodes {}",
+                            &bestmove_line(r)["bestmove ".len()..],
+                            r.score,
+                            r.depth,
+                            r.nodes
+                        ),
+                    );
+                }
+                let chosen = &results[consult::choose(&results, vote)];
+                let nodes = results.iter().map(|r| r.nodes).sum();
+                say(
+                    &out,
+                    &info_line(&Info {
+                        depth: chosen.depth,
+                        seldepth: chosen.seldepth,
+                        score: chosen.score,
+                        nodes,
+                        elapsed: chosen.elapsed,
+                        hashfull: 0,
+                        pv: chosen.pv.clone(),
+                    }),
+                );
+                while !thread_release.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                say(&out, &bestmove_line(chosen));
+                Engines::Consult(players)
+            })
+            .expect("spawn the consultation thread");
+        self.players_key = Some(key);
+        self.running = Some(Running { handle, stop, release, ponder: params.ponder, limits: clock });
+    }
+
+    /// The side to move in the current `position`.
+    fn start_side(&self) -> Color {
+        let mut p = self.start;
+        for &m in &self.moves {
+            p.do_move(m);
+        }
+        p.side_to_move()
+    }
+
+    /// Puts a finished search's engines back.
+    fn restore(&mut self, engines: Engines) {
+        match engines {
+            Engines::Single(s) => self.searcher = Some(s),
+            Engines::Consult(players) => {
+                if let Some((opts, mib)) = self.players_key.take() {
+                    self.players = Some((opts, mib, players));
+                }
+            }
+        }
     }
 
     fn ponderhit(&mut self) {
@@ -449,7 +473,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         }
         self.generation.fetch_add(1, Ordering::SeqCst);
         match run.handle.join() {
-            Ok(searcher) => self.searcher = Some(searcher),
+            Ok(engines) => self.restore(engines),
             Err(_) => self.error("the search thread panicked"),
         }
     }
@@ -460,7 +484,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             let joined = run.handle.join();
             self.generation.fetch_add(1, Ordering::SeqCst);
             match joined {
-                Ok(searcher) => self.searcher = Some(searcher),
+                Ok(engines) => self.restore(engines),
                 Err(_) => self.error("the search thread panicked"),
             }
         }
@@ -484,45 +508,6 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
-    }
-
-    #[test]
-    fn go_arguments_parse() {
-        let p = GoParams::parse("btime 1000 wtime -5 byoyomi 100").unwrap();
-        assert_eq!(p.btime, Some(1000));
-        assert_eq!(p.wtime, Some(0));
-        assert_eq!(p.byoyomi, Some(100));
-        assert!(!p.unbounded());
-        assert!(GoParams::parse("").unwrap().unbounded());
-        assert!(GoParams::parse("ponder btime 0 wtime 0 byoyomi 1000").unwrap().unbounded());
-        assert!(GoParams::parse("depth x").is_err());
-        assert!(GoParams::parse("mate 5").is_err());
-    }
-
-    #[test]
-    fn time_rule() {
-        let go = |s: &str| GoParams::parse(s).unwrap();
-        // 100 ms byoyomi: the margin is capped at half of it.
-        let c = |hard, soft, free| Some(Clock { hard: ms(hard), soft: ms(soft), free: ms(free) });
-        assert_eq!(time_limits(&go("btime 0 wtime 0 byoyomi 100"), Color::Black, 120), c(50, 50, 50));
-        // 10 s byoyomi: all of it but the network delay.
-        assert_eq!(time_limits(&go("btime 0 wtime 0 byoyomi 10000"), Color::White, 120), c(9880, 9880, 9880));
-        // Main time and byoyomi: the byoyomi is used whatever the search thinks.
-        assert_eq!(
-            time_limits(&go("btime 60000 wtime 60000 byoyomi 1000"), Color::White, 120),
-            c(8380, 2380, 880)
-        );
-        // 80 s left, no byoyomi: 10 s hard, 2 s soft, minus the margin.
-        assert_eq!(time_limits(&go("btime 80000 wtime 1000"), Color::Black, 120), c(9880, 1880, 0));
-        // The side to move's clock is the one used; nearly out of time: never past the flag.
-        assert_eq!(time_limits(&go("btime 80000 wtime 100"), Color::White, 120), c(0, 0, 0));
-        // Fischer: the increment is added.
-        assert_eq!(
-            time_limits(&go("btime 40000 wtime 40000 binc 2000 winc 2000"), Color::Black, 100),
-            c(6900, 2900, 0)
-        );
-        assert_eq!(time_limits(&go("movetime 1000"), Color::Black, 120), c(880, 880, 880));
-        assert_eq!(time_limits(&go("depth 5"), Color::Black, 120), None);
     }
 
     #[derive(Clone, Default)]
@@ -610,5 +595,65 @@ mod tests {
         engine.wait_search();
         assert!(t.elapsed() < ms(1000));
         assert!(buf.take().contains("bestmove "));
+    }
+
+    /// Random consultation: every player reports its move, and the move played is the
+    /// majority's (ties: the larger summed score); `stop` ends an infinite consultation.
+    #[test]
+    fn consultation_transcript() {
+        let buf = Shared::default();
+        let mut engine = UsiEngine::new(buf.clone());
+        engine.handle_line("usi");
+        assert!(buf.take().contains("option name ConsultPlayers type spin"));
+        for line in [
+            "setoption name Hash value 8",
+            "setoption name Consultation value random",
+            "setoption name ConsultPlayers value 5",
+            "setoption name ConsultNoise value 300",
+            "setoption name Threads value 2",
+            "isready",
+        ] {
+            engine.handle_line(line);
+        }
+        assert_eq!(buf.take(), "readyok\n");
+        engine.handle_line("position startpos moves 7g7f 3c3d 2g2f");
+        engine.handle_line("go nodes 3000");
+        engine.wait_search();
+        let out = buf.take();
+        // (move, votes, summed score) from the players' lines.
+        let mut votes: Vec<(String, u32, i64)> = Vec::new();
+        for line in out.lines().filter(|l| l.starts_with("info string player")) {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let (mv, score) = (w[5].to_string(), w[8].parse::<i64>().unwrap());
+            match votes.iter_mut().find(|v| v.0 == mv) {
+                Some(v) => {
+                    v.1 += 1;
+                    v.2 += score;
+                }
+                None => votes.push((mv, 1, score)),
+            }
+        }
+        assert_eq!(votes.iter().map(|v| v.1).sum::<u32>(), 5, "{out}");
+        let best =
+            out.lines().last().unwrap().strip_prefix("bestmove ").expect("ends with bestmove").to_string();
+        let top = votes.iter().max_by_key(|v| (v.1, v.2)).unwrap();
+        assert_eq!(best, top.0, "{out}");
+        // The noise makes the players differ: not every player agrees on every move.
+        let mut distinct = std::collections::HashSet::new();
+        for seed in 1..=6 {
+            engine.handle_line(&format!("setoption name ConsultSeed value {seed}"));
+            engine.handle_line("go nodes 1500");
+            engine.wait_search();
+            for line in buf.take().lines().filter(|l| l.starts_with("info string player")) {
+                distinct.insert(line.split_whitespace().nth(5).unwrap().to_string());
+            }
+        }
+        assert!(distinct.len() >= 2, "{distinct:?}");
+        engine.handle_line("go infinite");
+        std::thread::sleep(Duration::from_millis(50));
+        engine.handle_line("stop");
+        assert!(buf.take().lines().last().unwrap().starts_with("bestmove "));
+        engine.handle_line("setoption name Consultation value coin");
+        assert!(buf.take().contains("error"));
     }
 }

@@ -40,6 +40,8 @@ pub struct SearchOptions {
     pub declaration: bool,
     /// Before deepening, run a df-pn mate search of this many nodes at the root (0: off).
     pub root_mate_nodes: u64,
+    /// Noise added to every static evaluation (random consultation; `None` in play).
+    pub eval_noise: Option<crate::eval::noise::EvalNoise>,
 }
 
 impl Default for SearchOptions {
@@ -51,6 +53,7 @@ impl Default for SearchOptions {
             mate1: false,
             declaration: true,
             root_mate_nodes: 0,
+            eval_noise: None,
         }
     }
 }

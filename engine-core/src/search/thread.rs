@@ -237,10 +237,11 @@ impl SearchThread {
 
     #[inline]
     pub fn evaluate(&mut self) -> i32 {
-        self.evaluator
-            .evaluate(&mut self.estate, &self.pos)
-            .eval
-            .clamp(-MATE_IN_MAX_PLY + 1, MATE_IN_MAX_PLY - 1)
+        let mut eval = self.evaluator.evaluate(&mut self.estate, &self.pos).eval;
+        if let Some(noise) = self.options.eval_noise {
+            eval += noise.at(self.pos.key());
+        }
+        eval.clamp(-MATE_IN_MAX_PLY + 1, MATE_IN_MAX_PLY - 1)
     }
 
     /// Score of a repetition of the current position within the game or search, if any.
