@@ -66,6 +66,8 @@ pub struct LearnSection {
     /// Reserve the weight file's disk space at start (`WeightFile::check_disk_space`): a full
     /// disk is then a clear error instead of a crash mid-run.
     pub check_disk_space: bool,
+    /// Dimension reduction, as in `keima learn`: `factors = { mirror = true, kp = true }`.
+    pub factors: engine_core::learn::factors::Factorization,
 }
 
 impl Default for LearnSection {
@@ -88,6 +90,7 @@ impl Default for LearnSection {
             validation_depth: 0,
             validate_every: 10,
             check_disk_space: true,
+            factors: engine_core::learn::factors::Factorization::NONE,
         }
     }
 }

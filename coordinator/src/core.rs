@@ -249,6 +249,7 @@ impl Core {
             cfg.learn.init_weights.as_deref(),
             cfg.learn.init_kppt.as_deref(),
             patterns.as_ref(),
+            cfg.learn.factors,
         )?;
         let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
         let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())
@@ -318,7 +319,8 @@ impl Core {
         let layout = v1::Layout {
             layout_id: LAYOUT_KPPT_TRIANGLE,
             fe_end: engine_core::eval::bona_piece::FE_END as u32,
-            features: file.header.features() as u64,
+            // Workers address the raw features; factor parameters stay here.
+            features: file.header.param_layout().raw_features() as u64,
             patterns: file.header.patterns,
             pattern_hash: patterns.as_ref().map_or(0, pattern_hash),
         };

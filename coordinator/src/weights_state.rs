@@ -10,6 +10,7 @@
 use engine_core::eval::Evaluator;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::adagrad::{self, AdaGradConfig, Quantized};
+use engine_core::learn::factors;
 use engine_core::learn::quantized;
 use engine_core::learn::trainer::evaluator_from_weights;
 use engine_core::learn::weights::WeightFile;
@@ -67,23 +68,52 @@ impl WeightState {
         let update_no = self.version();
         let ev = Arc::get_mut(&mut self.evaluator).expect("no search holds the coordinator's evaluator");
         let (kppt, mut patterns) = quantized::tables_mut(ev).expect("unique tables");
-        let before: Vec<[i32; 2]> = {
+        let layout = self.file.header.param_layout();
+        let (touched, changed) = if layout.factors.is_none() {
+            let before: Vec<[i32; 2]> = {
+                let (k, p) = (&*kppt, patterns.as_deref());
+                grads.par_iter().map(|&(i, _)| quantized::get(k, p, i as usize)).collect()
+            };
+            // In parallel over disjoint weight ranges (bit-identical to the sequential update).
+            let touched = {
+                let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
+                adagrad::apply_parallel(
+                    &self.adagrad,
+                    update_no,
+                    self.file.records_mut(),
+                    grads,
+                    Some(&mut q),
+                )
+            };
             let (k, p) = (&*kppt, patterns.as_deref());
-            grads.par_iter().map(|&(i, _)| quantized::get(k, p, i as usize)).collect()
-        };
-        // In parallel over disjoint weight ranges (bit-identical to the sequential update).
-        let touched = {
-            let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
-            adagrad::apply_parallel(&self.adagrad, update_no, self.file.records_mut(), grads, Some(&mut q))
-        };
-        let changed: Vec<u32> = {
-            let (k, p) = (&*kppt, patterns.as_deref());
-            grads
+            let changed: Vec<u32> = grads
                 .par_iter()
                 .zip(before.par_iter())
                 .filter(|&(&(i, _), b)| quantized::get(k, p, i as usize) != *b)
                 .map(|(&(i, _), _)| i)
-                .collect()
+                .collect();
+            (touched, changed)
+        } else {
+            // Factored: the step is on the parameters, and every raw feature that depends
+            // on a changed parameter is recomputed (the same as `keima learn`).
+            let params = factors::param_gradient(&layout, grads, true);
+            let deps = factors::dependents(&layout, &params);
+            let before: Vec<[i32; 2]> = {
+                let (k, p) = (&*kppt, patterns.as_deref());
+                deps.par_iter().map(|&i| quantized::get(k, p, i as usize)).collect()
+            };
+            let records = self.file.records_mut();
+            let touched = factors::apply_params(&self.adagrad, update_no, &layout, records, &params);
+            let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
+            factors::refresh(&layout, records, &deps, &mut q);
+            let (k, p) = (&*kppt, patterns.as_deref());
+            let changed: Vec<u32> = deps
+                .par_iter()
+                .zip(before.par_iter())
+                .filter(|&(&i, b)| quantized::get(k, p, i as usize) != *b)
+                .map(|(&i, _)| i)
+                .collect();
+            (touched, changed)
         };
         let quantized_changed = changed.len();
         self.file.header.updates += 1;

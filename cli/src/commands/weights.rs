@@ -4,6 +4,7 @@ use super::CommandResult;
 use clap::{Args, Subcommand};
 use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::eval::patterns::file as pattern_file;
+use engine_core::learn::factors::Factorization;
 use engine_core::learn::trainer::init_weights;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,12 @@ pub struct InitArgs {
     /// Output weight file (about 1.7 GB, created sparse).
     #[arg(long)]
     out: PathBuf,
+    /// Dimension reduction: share each weight with its left-right mirror image.
+    #[arg(long)]
+    mirror: bool,
+    /// Dimension reduction: train a KP (king, piece) factor folded into KKP.
+    #[arg(long)]
+    kp: bool,
 }
 
 pub fn run(cmd: WeightsCommand) -> CommandResult {
@@ -38,7 +45,8 @@ pub fn run(cmd: WeightsCommand) -> CommandResult {
                 a.patterns.as_ref().map(|p| pattern_file::load(p).map_err(|e| e.to_string())).transpose()?;
             let kppt =
                 a.from_kppt.as_ref().map(|d| load_kppt_dir(d).map_err(|e| e.to_string())).transpose()?;
-            let w = init_weights(&a.out, kppt.as_ref(), patterns.as_ref())?;
+            let factors = Factorization { mirror: a.mirror, kp: a.kp };
+            let w = init_weights(&a.out, kppt.as_ref(), patterns.as_ref(), factors)?;
             println!(
                 "{}: {} features ({} patterns), {} bytes, from {}",
                 a.out.display(),

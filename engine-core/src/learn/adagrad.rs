@@ -96,7 +96,7 @@ impl Quantized<'_> {
 /// The AdaGrad step of one record; true if a weight changed. The single definition of the
 /// update, shared by `apply` and `apply_parallel`.
 #[inline]
-fn update_record(r: &mut Record, g: [f32; 2], parts: usize, eta: [f32; 2], eps: f32) -> bool {
+pub(crate) fn update_record(r: &mut Record, g: [f32; 2], parts: usize, eta: [f32; 2], eps: f32) -> bool {
     let mut changed = false;
     for p in 0..parts {
         if g[p] == 0.0 {
@@ -109,7 +109,7 @@ fn update_record(r: &mut Record, g: [f32; 2], parts: usize, eta: [f32; 2], eps: 
     changed
 }
 
-fn step_sizes(cfg: &AdaGradConfig, update_no: u64) -> ([f32; 2], f32) {
+pub(crate) fn step_sizes(cfg: &AdaGradConfig, update_no: u64) -> ([f32; 2], f32) {
     let decay = cfg.eta_decay.powf(update_no as f64);
     ([(cfg.eta * decay) as f32, (cfg.eta_turn * decay) as f32], cfg.epsilon as f32)
 }

@@ -3,6 +3,7 @@
 //! KPP comes out symmetric with a zero diagonal and zero BonaPiece-0 rows; KKP[..][0] is 0.
 
 use super::adagrad::{quantize_i16, quantize_i32};
+use super::factors::{self, ParamLayout};
 use super::weights::{KK_BASE, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, Record, WeightFile};
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::{KK_LEN, KKP_LEN, KpptTables};
@@ -26,38 +27,52 @@ impl ClampCounts {
     }
 }
 
-fn q32(r: &Record, clamped: &mut u64) -> [i32; 2] {
+fn q32(r: [f32; 2], clamped: &mut u64) -> [i32; 2] {
     let (a, ca) = quantize_i32(r[0]);
     let (b, cb) = quantize_i32(r[1]);
     *clamped += ca as u64 + cb as u64;
     [a, b]
 }
 
-/// Quantizes all KPPT weights (`records` as in a weight file).
+/// Quantizes all KPPT weights (`records` as in a weight file without factors).
 pub fn quantize_tables(records: &[Record]) -> (KpptTables, ClampCounts) {
+    quantize_with(|i| [records[i][0], records[i][1]])
+}
+
+/// Quantizes the effective KPPT weights of a weight file with the parameter layout
+/// `layout` (factors folded in; the same as `quantize_tables` without factors).
+pub fn quantize_tables_factored(layout: &ParamLayout, records: &[Record]) -> (KpptTables, ClampCounts) {
+    if layout.factors.is_none() {
+        quantize_tables(records)
+    } else {
+        quantize_with(|i| factors::effective(layout, records, i))
+    }
+}
+
+/// Quantizes the KPPT tables from `value(global feature index)`.
+fn quantize_with(value: impl Fn(usize) -> [f32; 2] + Sync) -> (KpptTables, ClampCounts) {
     let mut t = KpptTables::zeros();
     let mut c = ClampCounts::default();
     for (i, v) in t.kk.make_mut().iter_mut().enumerate().take(KK_LEN) {
-        *v = q32(&records[KK_BASE + i], &mut c.kk);
+        *v = q32(value(KK_BASE + i), &mut c.kk);
     }
     for (i, v) in t.kkp.make_mut().iter_mut().enumerate().take(KKP_LEN) {
         if i % FE_END != 0 {
-            *v = q32(&records[KKP_BASE + i], &mut c.kkp);
+            *v = q32(value(KKP_BASE + i), &mut c.kkp);
         }
     }
-    let kpp_records = &records[KPP_BASE..KPP_BASE + 81 * KPP_TRI];
     c.kpp = t
         .kpp
         .make_mut()
         .par_chunks_mut(FE_END * FE_END)
         .enumerate()
         .map(|(k, table)| {
-            let recs = &kpp_records[k * KPP_TRI..(k + 1) * KPP_TRI];
+            let base = KPP_BASE + k * KPP_TRI;
             let mut clamped = 0u64;
             let mut t = 0usize;
             for a in 2..FE_END {
                 for b in 1..a {
-                    let r = &recs[t];
+                    let r = value(base + t);
                     t += 1;
                     if r[0] == 0.0 && r[1] == 0.0 {
                         continue;
@@ -99,7 +114,7 @@ pub fn export_kppt(
     patterns: Option<(&PatternSet, &Path)>,
 ) -> Result<ClampCounts, String> {
     let records = weights.records();
-    let (tables, mut c) = quantize_tables(records);
+    let (tables, mut c) = quantize_tables_factored(&weights.header.param_layout(), records);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     save_kppt_dir(&tables, dir).map_err(|e: EvalFileError| e.to_string())?;
     if let Some((set, out)) = patterns {

@@ -7,6 +7,7 @@ pub mod adagrad;
 pub mod checkpoint;
 pub mod data;
 pub mod export;
+pub mod factors;
 pub mod features;
 pub mod gradient;
 pub mod quantized;

@@ -12,7 +12,8 @@
 use super::adagrad::{self, AdaGradConfig, Quantized};
 use super::checkpoint;
 use super::data::{Rng, ShuffleStream, manifest_records, resolve_shards};
-use super::export::{patterns_with_weights, quantize_tables};
+use super::export::{patterns_with_weights, quantize_tables_factored};
+use super::factors::{self, Factorization};
 use super::gradient::{self, BatchStats, LossConfig, cross_entropy, target, win_prob};
 use super::weights::{KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, WeightFile, kk_index};
 use crate::eval::Evaluator;
@@ -78,6 +79,9 @@ pub struct LearnConfig {
     /// a full disk is then a clear error at the start instead of a crash mid-run. Off only
     /// for tests that touch a few pages of many files.
     pub check_disk_space: bool,
+    /// Dimension reduction (`factors`): `factors = { mirror = true, kp = true }`. Fixed
+    /// when the weight file is created; a resumed run keeps the file's.
+    pub factors: Factorization,
 }
 
 impl Default for LearnConfig {
@@ -112,6 +116,7 @@ impl Default for LearnConfig {
             threads: 0,
             deterministic: false,
             check_disk_space: true,
+            factors: Factorization::NONE,
         }
     }
 }
@@ -210,9 +215,11 @@ pub fn init_weights(
     path: &Path,
     kppt: Option<&KpptTables>,
     patterns: Option<&PatternSet>,
+    factors: Factorization,
 ) -> Result<WeightFile, String> {
     let n = patterns.map_or(0, |p| p.len() as u64);
-    let mut w = WeightFile::create(path, n, patterns.map_or(0, pattern_hash)).map_err(|e| e.to_string())?;
+    let mut w = WeightFile::create_factored(path, n, patterns.map_or(0, pattern_hash), factors)
+        .map_err(|e| e.to_string())?;
     if kppt.is_some() {
         // Filling the tables writes most pages: a small disk is an error here, not SIGBUS.
         w.check_disk_space().map_err(|e| e.to_string())?;
@@ -242,6 +249,10 @@ pub fn init_weights(
             }
         });
     }
+    if kppt.is_some() && factors.mirror {
+        // One parameter per mirror pair: the mean of the two table entries.
+        crate::learn::factors::share_mirror_pairs(recs);
+    }
     if let Some(p) = patterns {
         for (i, &v) in p.weights().iter().enumerate() {
             recs[PATTERN_BASE + i][0] = v as f32;
@@ -259,6 +270,7 @@ pub fn start_weights(
     from_weights: Option<&Path>,
     init_kppt: Option<&Path>,
     patterns: Option<&PatternSet>,
+    factors: Factorization,
 ) -> Result<WeightFile, String> {
     if let Some(src) = from_weights {
         let mut w = WeightFile::open(src, true).map_err(|e| e.to_string())?;
@@ -273,12 +285,12 @@ pub fn start_weights(
         Some(dir) => Some(crate::eval::kppt_file::load_kppt_dir(dir).map_err(|e| e.to_string())?),
         None => None,
     };
-    init_weights(path, kppt.as_ref(), patterns)
+    init_weights(path, kppt.as_ref(), patterns, factors)
 }
 
 /// The quantized evaluator of a weight file (what training searches with and export writes).
 pub fn evaluator_from_weights(w: &WeightFile, patterns: Option<&PatternSet>) -> Result<Evaluator, String> {
-    let (tables, _) = quantize_tables(w.records());
+    let (tables, _) = quantize_tables_factored(&w.header.param_layout(), w.records());
     let patterns = match patterns {
         Some(set) => {
             if set.len() as u64 != w.header.patterns {
@@ -343,8 +355,13 @@ impl Trainer {
             ));
         }
         let patterns = load_patterns(&cfg)?;
-        let weights =
-            start_weights(&wpath, cfg.init_weights.as_deref(), cfg.init_kppt.as_deref(), patterns.as_ref())?;
+        let weights = start_weights(
+            &wpath,
+            cfg.init_weights.as_deref(),
+            cfg.init_kppt.as_deref(),
+            patterns.as_ref(),
+            cfg.factors,
+        )?;
         if cfg.check_disk_space
             && let Err(e) = weights.check_disk_space()
         {
@@ -470,8 +487,15 @@ impl Trainer {
             Arc::get_mut(ev.kppt.as_mut().expect("training evaluator has KPPT")).expect("unique tables");
         let patterns = ev.patterns.as_mut().map(|p| Arc::get_mut(p).expect("unique pattern set"));
         let mut q = Quantized { kppt, patterns };
+        let layout = self.weights.header.param_layout();
         let (update_no, records) = (self.state.updates, self.weights.records_mut());
-        if self.cfg.deterministic {
+        if !layout.factors.is_none() {
+            // Bit-identical for any thread count (see `factors`).
+            let (touched, _) = self
+                .pool
+                .install(|| factors::apply_factored(&ada, update_no, &layout, records, grads, Some(&mut q)));
+            touched
+        } else if self.cfg.deterministic {
             adagrad::apply(&ada, update_no, records, grads, Some(&mut q))
         } else {
             // Bit-identical to `apply` (disjoint weight ranges in parallel).

@@ -14,6 +14,8 @@
 //! - 64: u64 updates applied; 72: u64 examples trained;
 //! - 80: u64 FNV-1a 64 of the pattern definitions (0 = no patterns);
 //! - 88: u64 data checksum (`data_checksum`, 0 = not recorded; written by `seal`);
+//! - 96: u32 factorization bits (`factors::Factorization`: 1 = mirror, 2 = KP; 0 = none,
+//!   which is every file written before factors existed);
 //! - 4088: u64 FNV-1a 64 of bytes 0..4088 (header checksum). Other bytes are zero.
 //!
 //! Feature order (the global feature index):
@@ -24,9 +26,11 @@
 //!   is stored once; the diagonal and BonaPiece 0 are not stored (they are zero on export);
 //!   `KPP_TRI = 1547 · 1546 / 2`;
 //! - patterns: `KK + KKP + KPP + i`, only the board slot `[0]` is used (the pattern's
-//!   weight) with its accumulator in `[2]`.
+//!   weight) with its accumulator in `[2]`;
+//! - factor parameters, when the file trains factors (`factors`): KP after the patterns.
 //!
-//! No mirror or colour-flip sharing is used: every KK/KKP entry is its own weight.
+//! Without factors every KK/KKP/KPP entry is its own weight; with them the records are
+//! parameters whose fold gives each feature's value (`factors::effective`).
 //! A full file is about 1.7 GB; it is created sparse, so untouched pages cost nothing.
 //!
 //! # Disk space
@@ -36,6 +40,7 @@
 //! (Allocating ahead with fallocate would guarantee it, but ext4 then reports every page
 //! the trainer has read as data to SEEK_DATA, and checkpoints would copy the whole file.)
 
+use super::factors::{Factorization, ParamLayout};
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::{KK_LEN, KKP_LEN};
 use memmap2::MmapMut;
@@ -255,11 +260,18 @@ pub struct Header {
     pub examples: u64,
     pub pattern_hash: u64,
     pub data_checksum: u64,
+    pub factors: Factorization,
 }
 
 impl Header {
+    /// Records in the file (raw features and factor parameters).
     pub fn features(&self) -> usize {
-        PATTERN_BASE + self.patterns as usize
+        self.param_layout().params()
+    }
+
+    /// Where the parameters are (and which factors fold into the features).
+    pub fn param_layout(&self) -> ParamLayout {
+        ParamLayout { factors: self.factors, patterns: self.patterns as usize }
     }
 
     pub fn file_len(&self) -> u64 {
@@ -285,6 +297,7 @@ impl Header {
         put64(&mut b, 72, self.examples);
         put64(&mut b, 80, self.pattern_hash);
         put64(&mut b, 88, self.data_checksum);
+        put32(&mut b, 96, self.factors.bits());
         let c = fnv1a64(&b[..HEADER_LEN - 8]);
         put64(&mut b, HEADER_LEN - 8, c);
         b
@@ -325,6 +338,12 @@ impl Header {
             examples: g64(72),
             pattern_hash: g64(80),
             data_checksum: g64(88),
+            factors: Factorization::from_bits(g32(96)).ok_or_else(|| WeightsError::Layout {
+                path: p(),
+                what: "factorization bits",
+                found: g32(96) as u64,
+                expected: Factorization { mirror: true, kp: true }.bits() as u64,
+            })?,
         };
         if file_len != h.file_len() {
             return Err(WeightsError::Truncated { path: p(), expected: h.file_len(), actual: file_len });
@@ -350,8 +369,18 @@ impl std::fmt::Debug for WeightFile {
 impl WeightFile {
     /// Creates a zeroed (sparse) file: all weights and accumulators 0.
     pub fn create(path: &Path, patterns: u64, pattern_hash: u64) -> Result<WeightFile, WeightsError> {
+        Self::create_factored(path, patterns, pattern_hash, Factorization::NONE)
+    }
+
+    /// `create` for a file that trains `factors`.
+    pub fn create_factored(
+        path: &Path,
+        patterns: u64,
+        pattern_hash: u64,
+        factors: Factorization,
+    ) -> Result<WeightFile, WeightsError> {
         let io = |what| move |source| WeightsError::Io { path: path.to_path_buf(), what, source };
-        let header = Header { patterns, updates: 0, examples: 0, pattern_hash, data_checksum: 0 };
+        let header = Header { patterns, updates: 0, examples: 0, pattern_hash, data_checksum: 0, factors };
         let mut f = OpenOptions::new()
             .read(true)
             .write(true)

@@ -1,0 +1,350 @@
+//! Dimension reduction ("factorized training") for KPPT, as the established KPPT learners
+//! do it: fewer free parameters, so little data generalises further, while the exported
+//! tables keep the standard format and the engine's cost is unchanged.
+//!
+//! The trainer's parameters are the weight file's records. With factorization on, the
+//! *effective* value of a raw KPPT feature (what the searcher and the export use) is a
+//! sum of parameters:
+//! - **mirror**: a feature and its left-right mirror image (every square's file
+//!   reflected, kings and pieces alike; hands unchanged) share one parameter, stored at the
+//!   smaller of the two indices (`canonical_raw`);
+//! - **kp**: a KP factor `KP[k][p]` (a king and one piece, from that king's side) is added
+//!   to every KKP entry that contains the pair: `KKP[bk][wk][p]` gets `KP[bk][p]` (Black's
+//!   king) and, with the board part negated as for White's KPP half,
+//!   `KP[80 − wk][flip(p)]` (White's king, seen from White). Both kings share the table,
+//!   so a KP value learnt from Black's side also serves White's. The KP parameters follow
+//!   the patterns in the weight file.
+//!
+//! Workers need not know: they report gradients w.r.t. the raw features, and the chain
+//! rule turns those into gradients w.r.t. the parameters (`param_gradient`: a
+//! parameter's gradient is the sum over the raw features it feeds, with the fold's sign).
+//! After an update, the raw features whose effective value depends on a changed parameter
+//! (`dependents`) are recomputed (`effective`) and written into the quantized tables.
+
+use super::adagrad::{AdaGradConfig, Quantized, apply_parallel};
+use super::gradient::sort_and_sum;
+use super::weights::{
+    Feature, KKP_BASE, KPP_BASE, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
+};
+use crate::eval::bona_piece::{FE_END, FE_HAND_END, flip};
+use rayon::prelude::*;
+
+/// Which factors a weight file trains (header field; all off = plain KPPT training).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Factorization {
+    /// Share each KK/KKP/KPP weight with its left-right mirror image.
+    pub mirror: bool,
+    /// Train a KP (king, piece) factor folded into KKP.
+    pub kp: bool,
+}
+
+const BIT_MIRROR: u32 = 1;
+const BIT_KP: u32 = 2;
+
+impl Factorization {
+    pub const NONE: Factorization = Factorization { mirror: false, kp: false };
+
+    pub fn is_none(self) -> bool {
+        self == Factorization::NONE
+    }
+
+    /// The header encoding.
+    pub fn bits(self) -> u32 {
+        (self.mirror as u32 * BIT_MIRROR) | (self.kp as u32 * BIT_KP)
+    }
+
+    /// `None` for bits this build does not know.
+    pub fn from_bits(bits: u32) -> Option<Factorization> {
+        if bits & !(BIT_MIRROR | BIT_KP) != 0 {
+            return None;
+        }
+        Some(Factorization { mirror: bits & BIT_MIRROR != 0, kp: bits & BIT_KP != 0 })
+    }
+
+    /// Parameters stored after the raw features (and patterns).
+    pub fn extra_params(self) -> usize {
+        if self.kp { KP_PARAMS } else { 0 }
+    }
+}
+
+/// KP parameters: 81 king squares × FE_END pieces (`p = 0` is never used).
+pub const KP_PARAMS: usize = 81 * FE_END;
+
+/// Where the parameters are: the raw features (KK, KKP, KPP, patterns), then the factors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamLayout {
+    pub factors: Factorization,
+    pub patterns: usize,
+}
+
+impl ParamLayout {
+    /// Raw features: what the evaluator, the workers and the gradients address.
+    pub fn raw_features(&self) -> usize {
+        PATTERN_BASE + self.patterns
+    }
+
+    /// Records in the weight file.
+    pub fn params(&self) -> usize {
+        self.raw_features() + self.factors.extra_params()
+    }
+
+    #[inline]
+    fn kp_param(&self, k: usize, p: usize) -> usize {
+        self.raw_features() + k * FE_END + p
+    }
+
+    /// The parameter of `KP[k][p]` (the smaller of it and its mirror image's).
+    #[inline]
+    pub fn kp_index(&self, k: usize, p: usize) -> usize {
+        let i = self.kp_param(k, p);
+        if self.factors.mirror { i.min(self.kp_param(mirror_square(k), mirror_piece(p))) } else { i }
+    }
+}
+
+/// The square with its file reflected (USI file 1 ↔ 9).
+#[inline]
+pub fn mirror_square(sq: usize) -> usize {
+    (8 - sq / 9) * 9 + sq % 9
+}
+
+/// The BonaPiece with its square's file reflected; hand pieces and 0 are unchanged.
+#[inline]
+pub fn mirror_piece(p: usize) -> usize {
+    let hand_end = FE_HAND_END as usize;
+    if p < hand_end {
+        return p;
+    }
+    let slot = (p - hand_end) / 81;
+    hand_end + slot * 81 + mirror_square((p - hand_end) % 81)
+}
+
+/// The mirror image of a raw KPPT feature (patterns map to themselves).
+pub fn mirror_raw(i: usize) -> usize {
+    match decode_index(i) {
+        Feature::Kk { bk, wk } => kk_index(mirror_square(bk), mirror_square(wk)),
+        Feature::Kkp { bk, wk, p } => kkp_index(mirror_square(bk), mirror_square(wk), mirror_piece(p)),
+        Feature::Kpp { k, a, b } => kpp_index(mirror_square(k), mirror_piece(a), mirror_piece(b)),
+        Feature::Pattern(_) => i,
+    }
+}
+
+/// The parameter that holds raw feature `i`'s own part.
+#[inline]
+pub fn canonical_raw(layout: &ParamLayout, i: usize) -> usize {
+    if layout.factors.mirror && i < PATTERN_BASE { i.min(mirror_raw(i)) } else { i }
+}
+
+/// The KP parameters folded into KKP feature `(bk, wk, p)`: Black's king's (added) and
+/// White's king's (board part subtracted, turn part added).
+#[inline]
+fn kkp_factors(layout: &ParamLayout, bk: usize, wk: usize, p: usize) -> (usize, usize) {
+    (layout.kp_index(bk, p), layout.kp_index(80 - wk, flip(p as u16) as usize))
+}
+
+/// Gradient w.r.t. the parameters from the gradient w.r.t. the raw features (`raw`:
+/// distinct indices; the result is sorted with distinct indices). Each parameter's
+/// gradient is the sum, in input order, of the gradients of the raw features it feeds.
+pub fn param_gradient(layout: &ParamLayout, raw: &[(u32, [f32; 2])], parallel: bool) -> Vec<(u32, [f32; 2])> {
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 16);
+    for &(i, g) in raw {
+        let i = i as usize;
+        out.push((canonical_raw(layout, i) as u32, g));
+        if layout.factors.kp
+            && let Feature::Kkp { bk, wk, p } = decode_index(i)
+            && p != 0
+        {
+            let (black, white) = kkp_factors(layout, bk, wk, p);
+            out.push((black as u32, g));
+            out.push((white as u32, [-g[0], g[1]]));
+        }
+    }
+    sort_and_sum(&mut out, parallel);
+    out
+}
+
+/// The effective (f32) value of raw feature `i`: what the tables hold after rounding.
+#[inline]
+pub fn effective(layout: &ParamLayout, records: &[Record], i: usize) -> [f32; 2] {
+    let r = &records[canonical_raw(layout, i)];
+    let mut v = [r[0], r[1]];
+    if layout.factors.kp
+        && (KKP_BASE..KPP_BASE).contains(&i)
+        && let Feature::Kkp { bk, wk, p } = decode_index(i)
+        && p != 0
+    {
+        let (black, white) = kkp_factors(layout, bk, wk, p);
+        let (b, w) = (&records[black], &records[white]);
+        v[0] += b[0] - w[0];
+        v[1] += b[1] + w[1];
+    }
+    v
+}
+
+/// The raw features whose effective value depends on the given parameters (sorted,
+/// distinct).
+pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> {
+    let raw_end = layout.raw_features();
+    let mut out: Vec<u32> = Vec::with_capacity(params.len() * 2);
+    for &(j, _) in params {
+        let j = j as usize;
+        if j < raw_end {
+            out.push(j as u32);
+            if layout.factors.mirror && j < PATTERN_BASE {
+                out.push(mirror_raw(j) as u32);
+            }
+            continue;
+        }
+        let kp = j - raw_end;
+        let (k, p) = (kp / FE_END, kp % FE_END);
+        let mut variants = vec![(k, p)];
+        if layout.factors.mirror {
+            variants.push((mirror_square(k), mirror_piece(p)));
+        }
+        for (k, p) in variants {
+            let white_view = flip(p as u16) as usize;
+            for other in 0..81 {
+                out.push(kkp_index(k, other, p) as u32);
+                out.push(kkp_index(other, 80 - k, white_view) as u32);
+            }
+        }
+    }
+    out.par_sort_unstable();
+    out.dedup();
+    out
+}
+
+/// One factored AdaGrad update: parameter gradients from `raw` (see `param_gradient`),
+/// the step on every touched parameter, then the effective value of every dependent raw
+/// feature written into `quant`. Returns the number of parameters changed and the
+/// dependent raw features (those whose quantized value may have changed).
+pub fn apply_factored(
+    cfg: &AdaGradConfig,
+    update_no: u64,
+    layout: &ParamLayout,
+    records: &mut [Record],
+    raw: &[(u32, [f32; 2])],
+    quant: Option<&mut Quantized>,
+) -> (usize, Vec<u32>) {
+    let params = param_gradient(layout, raw, true);
+    let touched = apply_params(cfg, update_no, layout, records, &params);
+    let deps = dependents(layout, &params);
+    if let Some(q) = quant {
+        refresh(layout, records, &deps, q);
+    }
+    (touched, deps)
+}
+
+/// The AdaGrad step on the parameters (`params` sorted and distinct): the raw part as
+/// `apply_parallel` does it, the factor parameters (both parts) in parallel.
+pub fn apply_params(
+    cfg: &AdaGradConfig,
+    update_no: u64,
+    layout: &ParamLayout,
+    records: &mut [Record],
+    params: &[(u32, [f32; 2])],
+) -> usize {
+    let raw_end = layout.raw_features();
+    let cut = params.partition_point(|g| (g.0 as usize) < raw_end);
+    let (raw_records, factor_records) = records.split_at_mut(raw_end);
+    let mut touched = apply_parallel(cfg, update_no, raw_records, &params[..cut], None);
+    let (eta, eps) = super::adagrad::step_sizes(cfg, update_no);
+    let factor_grads = &params[cut..];
+    // Factor records in disjoint chunks of the index space, one rayon task each.
+    const CHUNK: usize = 1 << 14;
+    let mut tasks: Vec<FactorTask> = Vec::new();
+    let mut rest = factor_records;
+    let mut grest = factor_grads;
+    let mut base = raw_end;
+    while !grest.is_empty() {
+        let len = CHUNK.min(rest.len());
+        let (chunk, tail) = rest.split_at_mut(len);
+        let n = grest.partition_point(|g| (g.0 as usize) < base + len);
+        let (g, gtail) = grest.split_at(n);
+        if !g.is_empty() {
+            tasks.push((chunk, g, base));
+        }
+        assert!(len > 0 || gtail.is_empty(), "factor gradient index beyond the weight file");
+        rest = tail;
+        grest = gtail;
+        base += len;
+    }
+    touched += tasks
+        .into_par_iter()
+        .map(|(chunk, grads, base)| {
+            grads
+                .iter()
+                .filter(|&&(i, g)| {
+                    super::adagrad::update_record(&mut chunk[i as usize - base], g, 2, eta, eps)
+                })
+                .count()
+        })
+        .sum::<usize>();
+    touched
+}
+
+/// A chunk of factor records, its gradients, and the global index of its first record.
+type FactorTask<'a> = (&'a mut [Record], &'a [(u32, [f32; 2])], usize);
+
+/// Writes the effective value of each raw feature in `deps` into the quantized tables.
+pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &mut Quantized) {
+    let values: Vec<[f32; 2]> = deps.par_iter().map(|&i| effective(layout, records, i as usize)).collect();
+    for (&i, v) in deps.iter().zip(values) {
+        quant.store(i as usize, &[v[0], v[1], 0.0, 0.0]);
+    }
+}
+
+/// For weights initialised from tables: each mirror pair of KK/KKP/KPP features gets one
+/// parameter, the mean of the two (at the canonical index; the other is zeroed).
+pub fn share_mirror_pairs(records: &mut [Record]) {
+    for i in 0..PATTERN_BASE {
+        let m = mirror_raw(i);
+        if m > i {
+            let (lo, hi) = records.split_at_mut(m);
+            for (own, mirrored) in lo[i].iter_mut().zip(hi[0].iter_mut()).take(2) {
+                *own = 0.5 * (*own + *mirrored);
+                *mirrored = 0.0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror_is_an_involution_that_keeps_kinds_and_hands() {
+        for sq in 0..81 {
+            assert_eq!(mirror_square(mirror_square(sq)), sq);
+            assert_eq!(mirror_square(sq) % 9, sq % 9, "same rank");
+        }
+        assert_eq!(mirror_square(0), 72); // 1a ↔ 9a
+        assert_eq!(mirror_square(40), 40); // 5e stays
+        for p in 0..FE_END {
+            let m = mirror_piece(p);
+            assert_eq!(mirror_piece(m), p);
+            assert!(m < FE_END);
+            if p < FE_HAND_END as usize {
+                assert_eq!(m, p);
+            } else {
+                assert_eq!((m - 90) / 81, (p - 90) / 81, "same side and kind");
+            }
+            // Mirroring and the colour flip commute (both act on squares only).
+            assert_eq!(flip(mirror_piece(p) as u16) as usize, mirror_piece(flip(p as u16) as usize));
+        }
+    }
+
+    #[test]
+    fn bits_round_trip_and_unknown_bits_are_refused() {
+        for f in [
+            Factorization::NONE,
+            Factorization { mirror: true, kp: false },
+            Factorization { mirror: false, kp: true },
+            Factorization { mirror: true, kp: true },
+        ] {
+            assert_eq!(Factorization::from_bits(f.bits()), Some(f));
+        }
+        assert_eq!(Factorization::from_bits(4), None);
+    }
+}
