@@ -182,6 +182,20 @@ fn same_weights(a: &Path, b: &Path) {
 
 #[test]
 fn deterministic_two_workers_equal_single_process_learn() {
+    two_workers_equal_single_process_learn(LEARN_KEYS);
+}
+
+/// The same with dimension reduction: the coordinator's factored merge (parameter
+/// gradients from the workers' raw ones, then the refresh of every dependent feature)
+/// leaves the bytes `keima learn` leaves.
+#[test]
+fn factored_two_workers_equal_single_process_learn() {
+    two_workers_equal_single_process_learn(&format!(
+        "{LEARN_KEYS}factors = {{ mirror = true, kp = true }}\n"
+    ));
+}
+
+fn two_workers_equal_single_process_learn(learn_keys: &str) {
     let tmp = tmp("det");
     let d = tmp.path();
     let data = teacher_data(d, "4");
@@ -190,7 +204,7 @@ fn deterministic_two_workers_equal_single_process_learn() {
     std::fs::write(
         &cfg,
         format!(
-            "run_dir = {run:?}\ndeterministic = true\n[learn]\n{LEARN_KEYS}\n[teacher]\npaths = [{data:?}]\n\
+            "run_dir = {run:?}\ndeterministic = true\n[learn]\n{learn_keys}\n[teacher]\npaths = [{data:?}]\n\
              records_per_shard = 64\n[coordinator]\nlisten = \"127.0.0.1:0\"\nmetrics_listen = \"\"\n\
              checkpoint_every = 3\nexport = false\nkeep_teacher_records = false\n[local_workers]\ncount = 2\nthreads = 1\n"
         ),
@@ -204,7 +218,7 @@ fn deterministic_two_workers_equal_single_process_learn() {
         &lcfg,
         format!(
             "shards = [{data:?}]\nout_dir = {learn:?}\nbatch_size = 64\nshuffle_buffer = 1\nepochs = 1\n\
-             eval_every = 0\ncheckpoint_every = 0\nkeep_checkpoints = 1\ndeterministic = true\nthreads = 1\n{LEARN_KEYS}"
+             eval_every = 0\ncheckpoint_every = 0\nkeep_checkpoints = 1\ndeterministic = true\nthreads = 1\n{learn_keys}"
         ),
     )
     .unwrap();
