@@ -10,8 +10,8 @@
 use engine_core::eval::Evaluator;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::adagrad::{self, AdaGradConfig, Quantized};
+use engine_core::learn::init::evaluator_from_weights;
 use engine_core::learn::quantized;
-use engine_core::learn::trainer::evaluator_from_weights;
 use engine_core::learn::weights::WeightFile;
 use rayon::prelude::*;
 use std::collections::VecDeque;

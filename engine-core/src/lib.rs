@@ -2,8 +2,10 @@
 //! → search → teacher → gradient → merge. Nothing here knows about networks, and no module
 //! decides where files live: callers pass paths or readers.
 
+pub mod config;
 pub mod dobutsu;
 pub mod eval;
+pub mod fsutil;
 pub mod learn;
 pub mod play;
 pub mod records;

@@ -75,8 +75,8 @@ pub fn run(a: LearnArgs) -> CommandResult {
         metrics.test_loss,
         metrics.move_agreement,
         metrics.mean_abs_eval_diff,
-        trainer.out_dir().join(engine_core::learn::trainer::WEIGHTS_NAME).display(),
-        trainer.out_dir().join(engine_core::learn::trainer::METRICS_NAME).display(),
+        trainer.out_dir().join(engine_core::learn::files::WEIGHTS_FILE).display(),
+        trainer.out_dir().join(engine_core::learn::files::METRICS_FILE).display(),
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -34,13 +34,14 @@
 //! [`run_games`] hands finished games to the sink in game order: the output is byte-identical
 //! for the same seed, settings and hash size, whatever the thread count.
 
+pub use super::config::{GensfenConfig, SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
 use super::psv::PackedSfenValue;
 use super::shard::ShardWriter;
 use crate::eval::Evaluator;
 use crate::records::{GameRecord, Outcome};
 use crate::rules::game::{Game, GameEnd, GameRules};
 use crate::rules::{Color, Move, Position};
-use crate::search::{Limits, Searcher, TranspositionTable};
+use crate::search::{Searcher, TranspositionTable};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -101,78 +102,8 @@ impl Rng {
 }
 
 // ---------------------------------------------------------------------------------------
-// Settings
+// Openings
 // ---------------------------------------------------------------------------------------
-
-/// How far each position is searched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchLimit {
-    Depth(i32),
-    Nodes(u64),
-}
-
-impl SearchLimit {
-    pub fn limits(self) -> Limits {
-        match self {
-            SearchLimit::Depth(d) => Limits::depth(d),
-            SearchLimit::Nodes(n) => Limits::nodes(n),
-        }
-    }
-}
-
-/// What to do with a record whose result is unknown.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnknownResult {
-    /// Skip the whole game (counted in `GensfenStats::skipped_unknown_result_games`).
-    #[default]
-    Skip,
-    /// Write its positions with game result 0.
-    Draw,
-    /// Assume the side that made the last move won (records of human games usually end
-    /// with the loser resigning instead of moving); a game without moves is skipped.
-    LastMoverWins,
-}
-
-/// Settings shared by self-play and record replay.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GensfenConfig {
-    pub limit: SearchLimit,
-    /// Scores are clamped to ±eval_limit; in self-play, `|score| >= eval_limit` ends the game.
-    pub eval_limit: i32,
-    /// Positions with `ply() < write_minply` (SFEN move number) are not written.
-    pub write_minply: u32,
-    /// Self-play: a game reaching this many moves from its start position is a draw.
-    pub max_ply: u32,
-    /// Self-play: how many uniformly random legal moves to play per game ...
-    pub random_moves: u32,
-    /// ... at distinct plies (SFEN move numbers) drawn from `random_min_ply..=random_max_ply`.
-    pub random_min_ply: u32,
-    pub random_max_ply: u32,
-    /// Record replay: what to do with games whose result is unknown.
-    pub unknown_result: UnknownResult,
-    /// log2 of the number of slots of the duplicate filter (see [`KeyFilter`]).
-    pub dedupe_bits: u32,
-    pub seed: u64,
-}
-
-impl Default for GensfenConfig {
-    fn default() -> Self {
-        GensfenConfig {
-            limit: SearchLimit::Depth(2),
-            eval_limit: 3000,
-            write_minply: 16,
-            max_ply: 256,
-            random_moves: 0,
-            random_min_ply: 1,
-            random_max_ply: 24,
-            unknown_result: UnknownResult::Skip,
-            dedupe_bits: 22,
-            seed: 0,
-        }
-    }
-}
 
 /// A self-play start: a position and moves played from it before searching begins.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -485,7 +416,7 @@ fn finish_batch(pending: Vec<Pending>, winner: Option<Color>, stats: GensfenStat
 
 /// Whether a searched position is written; counts the reason when it is not.
 fn keep(pos: &Position, cfg: &GensfenConfig, stats: &mut GensfenStats) -> bool {
-    if pos.ply() < cfg.write_minply {
+    if pos.ply() < cfg.search.write_minply {
         stats.skipped_min_ply += 1;
         false
     } else if pos.in_check() {
@@ -497,7 +428,7 @@ fn keep(pos: &Position, cfg: &GensfenConfig, stats: &mut GensfenStats) -> bool {
 }
 
 /// The plies (SFEN move numbers) at which game `rng` plays random moves.
-fn random_plies(cfg: &GensfenConfig, rng: &mut Rng) -> Vec<u32> {
+fn random_plies(cfg: &SelfPlayGames, rng: &mut Rng) -> Vec<u32> {
     if cfg.random_moves == 0 || cfg.random_max_ply < cfg.random_min_ply {
         return Vec::new();
     }
@@ -527,9 +458,9 @@ pub fn play_selfplay_game(
         let legal = game.try_play(m);
         assert!(legal, "opening move {m} is illegal (openings are checked when parsed)");
     }
-    let randoms = random_plies(cfg, rng);
-    let rules = GameRules { declaration: true, max_plies: Some(cfg.max_ply) };
-    let limits = cfg.limit.limits();
+    let randoms = random_plies(&cfg.play, rng);
+    let rules = GameRules { declaration: true, max_plies: Some(cfg.play.max_ply) };
+    let limits = cfg.search.limit.limits();
     let mut pending = Vec::new();
     let winner = loop {
         if let Some(outcome) = game.outcome(&rules) {
@@ -555,9 +486,13 @@ pub fn play_selfplay_game(
             break Some(stm);
         }
         if keep(&pos, cfg, &mut stats) {
-            pending.push(Pending { pos, mv: Some(r.best_move), score: clamp_score(r.score, cfg.eval_limit) });
+            pending.push(Pending {
+                pos,
+                mv: Some(r.best_move),
+                score: clamp_score(r.score, cfg.search.eval_limit),
+            });
         }
-        if r.score.abs() >= cfg.eval_limit {
+        if r.score.abs() >= cfg.search.eval_limit {
             stats.end_eval_limit += 1;
             break Some(if r.score > 0 { stm } else { stm.opponent() });
         }
@@ -599,7 +534,7 @@ pub fn teach_record(worker: &mut Worker, cfg: &GensfenConfig, record: &GameRecor
     };
     worker.reset();
     let mut stats = GensfenStats { games: 1, ..GensfenStats::default() };
-    let limits = cfg.limit.limits();
+    let limits = cfg.search.limit.limits();
     let mut pending = Vec::new();
     let mut pos = record.start;
     for i in 0..=moves.len() {
@@ -609,7 +544,7 @@ pub fn teach_record(worker: &mut Worker, cfg: &GensfenConfig, record: &GameRecor
             stats.nodes += r.nodes;
             stats.positions_searched += 1;
             let mv = if r.best_move.is_none() { None } else { Some(r.best_move) };
-            pending.push(Pending { pos, mv, score: clamp_score(r.score, cfg.eval_limit) });
+            pending.push(Pending { pos, mv, score: clamp_score(r.score, cfg.search.eval_limit) });
         }
         if let Some(&m) = moves.get(i) {
             pos.do_move(m);
@@ -704,7 +639,7 @@ pub fn run_selfplay<S: Sink>(
         let opening = if openings.is_empty() { &startpos } else { &openings[rng.below(openings.len())] };
         play_selfplay_game(w, cfg, opening, &mut rng)
     };
-    let mut collector = Collector::new(sink, cfg.dedupe_bits);
+    let mut collector = Collector::new(sink, cfg.search.dedupe_bits);
     run_games(workers, games, job, &mut collector, progress)?;
     Ok(collector.into_parts())
 }
@@ -718,7 +653,7 @@ pub fn run_records<S: Sink>(
     progress: impl FnMut(&GensfenStats),
 ) -> io::Result<(S, GensfenStats)> {
     let job = |w: &mut Worker, i: u64| teach_record(w, cfg, &records[i as usize]);
-    let mut collector = Collector::new(sink, cfg.dedupe_bits);
+    let mut collector = Collector::new(sink, cfg.search.dedupe_bits);
     run_games(workers, records.len() as u64, job, &mut collector, progress)?;
     Ok(collector.into_parts())
 }
@@ -747,7 +682,7 @@ mod tests {
     #[test]
     fn random_plies_are_distinct_and_in_range() {
         let cfg =
-            GensfenConfig { random_moves: 5, random_min_ply: 3, random_max_ply: 9, ..Default::default() };
+            SelfPlayGames { random_moves: 5, random_min_ply: 3, random_max_ply: 9, ..Default::default() };
         let mut rng = Rng::new(1);
         for _ in 0..50 {
             let p = random_plies(&cfg, &mut rng);
@@ -755,7 +690,7 @@ mod tests {
             assert!(p.windows(2).all(|w| w[0] < w[1]));
             assert!(p.iter().all(|x| (3..=9).contains(x)));
         }
-        let many = GensfenConfig { random_moves: 50, ..cfg };
+        let many = SelfPlayGames { random_moves: 50, ..cfg };
         assert_eq!(random_plies(&many, &mut rng), (3..=9).collect::<Vec<_>>());
     }
 

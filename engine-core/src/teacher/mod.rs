@@ -4,6 +4,7 @@
 //! Everything read from a file is validated: a record that fails is counted by reason
 //! (`RejectCounts`) and skipped, never used.
 
+pub mod config;
 pub mod gensfen;
 pub mod packed_sfen;
 pub mod psv;
