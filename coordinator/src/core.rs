@@ -13,7 +13,7 @@ use crate::specs::build_specs;
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::files::{METRICS_FILE, WEIGHTS_FILE};
-use engine_core::learn::init::{pattern_hash, start_weights};
+use engine_core::learn::init::{new_run_weights_path, pattern_hash, start_weights};
 use engine_core::learn::validation::{self, ValidationMetrics};
 use engine_core::learn::weights::{LAYOUT_KPPT_TRIANGLE, WeightFile};
 use engine_core::teacher::{PackedSfenValue, ShardSettings, ShardWriter, TeacherRecord};
@@ -107,16 +107,7 @@ impl Core {
     /// A new run in `cfg.run_dir` (refuses a directory that already holds weights).
     pub fn create(cfg: TrainConfig) -> Result<Core, String> {
         cfg.check().map_err(|e| e.to_string())?;
-        let run_dir = cfg.run_dir.clone();
-        std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
-        let wpath = run_dir.join(WEIGHTS_FILE);
-        if wpath.exists() {
-            return Err(format!(
-                "{} exists: continue with `keima train --resume {}` or choose another run_dir",
-                wpath.display(),
-                run_dir.display()
-            ));
-        }
+        let wpath = new_run_weights_path(&cfg.run_dir, "keima train --resume", "run_dir")?;
         let specs = build_specs(&cfg)?;
         let (patterns, pattern_file) = pattern_bytes(&cfg)?;
         let file = start_weights(&wpath, &cfg.learn.init, patterns.as_ref())?;

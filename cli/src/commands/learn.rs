@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct LearnArgs {
-    /// TOML config (see configs/quickstart.toml for every key).
+    /// TOML config (see configs/learn-demo.toml and configs/learn-full.toml).
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     config: Option<PathBuf>,
     /// Continue from a checkpoint directory, or from the newest valid checkpoint of a run.

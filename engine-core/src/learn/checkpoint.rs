@@ -13,7 +13,6 @@
 
 use super::files::{CHECKPOINTS_DIR, STATE_FILE, WEIGHTS_FILE};
 use super::weights::{WeightFile, WeightsError};
-use crate::config::ConfigError;
 use crate::fsutil::{IoError, fsync_dir};
 use std::path::{Path, PathBuf};
 
@@ -35,10 +34,9 @@ pub trait CheckpointState: Sized {
 /// Why a `state.json` does not read.
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
+    /// Not JSON, or not a state of this kind (its config included).
     #[error("corrupt state file: {0}")]
     Json(#[from] serde_json::Error),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
     #[error("state format {found} (this build reads {readable})")]
     Format { found: u64, readable: &'static str },
 }

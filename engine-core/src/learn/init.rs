@@ -4,13 +4,14 @@
 
 use super::config::InitConfig;
 use super::export::{patterns_with_weights, quantize_tables};
+use super::files::WEIGHTS_FILE;
 use super::weights::{KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, WeightFile, kk_index};
 use crate::eval::Evaluator;
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::KpptTables;
 use crate::eval::patterns::PatternSet;
 use rayon::prelude::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// FNV-1a 64 of the pattern definitions (weights excluded).
@@ -119,6 +120,22 @@ pub fn evaluator_from_weights(w: &WeightFile, patterns: Option<&PatternSet>) -> 
         None => None,
     };
     Ok(Evaluator { use_material: true, kppt: Some(Arc::new(tables)), patterns })
+}
+
+/// Where a new run in `run_dir` (created if need be) puts its weight file. A directory
+/// that already holds one is refused: `resume` is the command that continues it, `dir_key`
+/// the config key that chooses another directory.
+pub fn new_run_weights_path(run_dir: &Path, resume: &str, dir_key: &str) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    let path = run_dir.join(WEIGHTS_FILE);
+    if path.exists() {
+        return Err(format!(
+            "{} exists: continue with `{resume} {}` or choose another {dir_key}",
+            path.display(),
+            run_dir.display()
+        ));
+    }
+    Ok(path)
 }
 
 /// The pattern set of `init.patterns`, if any.

@@ -15,7 +15,7 @@ use super::config::LearnConfig;
 use super::data::{Rng, ShuffleStream, manifest_records, resolve_shards};
 use super::files::{METRICS_FILE, WEIGHTS_FILE};
 use super::gradient::{self, BatchStats};
-use super::init::{evaluator_from_weights, load_patterns, start_weights};
+use super::init::{evaluator_from_weights, load_patterns, new_run_weights_path, start_weights};
 use super::validation::{self, ValidationMetrics};
 use super::weights::{KPP_BASE, PATTERN_BASE, WeightFile};
 use crate::eval::Evaluator;
@@ -119,16 +119,7 @@ impl Trainer {
     /// A fresh run. Refuses an out_dir that already holds weights (use resume).
     pub fn new(cfg: LearnConfig) -> Result<Trainer, String> {
         cfg.check().map_err(|e| e.to_string())?;
-        let out = cfg.out_dir.clone();
-        std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-        let wpath = out.join(WEIGHTS_FILE);
-        if wpath.exists() {
-            return Err(format!(
-                "{} exists: resume with `keima learn --resume {}` or choose another out_dir",
-                wpath.display(),
-                out.display()
-            ));
-        }
+        let wpath = new_run_weights_path(&cfg.out_dir, "keima learn --resume", "out_dir")?;
         let patterns = load_patterns(&cfg.learn.init)?;
         let weights = start_weights(&wpath, &cfg.learn.init, patterns.as_ref())?;
         if cfg.learn.check_disk_space

@@ -9,6 +9,7 @@ pub mod gensfen;
 pub mod packed_sfen;
 pub mod psv;
 pub mod shard;
+pub mod stats;
 
 pub use packed_sfen::{PackError, PackedSfen, pack, try_pack, unpack, unpack_with_ply};
 pub use psv::{PackedSfenValue, RejectCounts, RejectKind, RejectReason};
