@@ -12,6 +12,7 @@ use crate::queue::{LeaseDecision, LeaseProblem, PushDecision, Queue, ShardSpec};
 use crate::specs::build_specs;
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
+use engine_core::learn::checkpoint as ckpt;
 use engine_core::learn::files::{METRICS_FILE, WEIGHTS_FILE};
 use engine_core::learn::init::{new_run_weights_path, pattern_hash, start_weights};
 use engine_core::learn::validation::{self, ValidationMetrics};
@@ -130,8 +131,12 @@ impl Core {
     pub fn resume(path: &Path, listen: Option<String>) -> Result<(Core, Vec<String>), String> {
         // A run directory is repaired first (a checkpoint a crash interrupted is finished
         // or undone), so the newest complete checkpoint is found.
-        let found = checkpoint::find::<CheckpointState>(path)
-            .map_err(|e| format!("{e}; start a new run with `keima train --config`"))?;
+        let found = checkpoint::find::<CheckpointState>(path).map_err(|e| match e {
+            ckpt::CheckpointError::NotFound { .. } | ckpt::CheckpointError::NoneValid { .. } => {
+                format!("{e}; start a new run with `keima train --config`")
+            }
+            e => e.to_string(),
+        })?;
         let (dir, state, mut ckw) = (found.dir, found.state, found.weights);
         let mut warnings = found.repairs;
         warnings.extend(found.skipped.into_iter().map(|s| format!("skipping checkpoint: {s}")));

@@ -100,9 +100,11 @@ pub fn migrate_spec(spec: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::CheckpointState;
     use crate::config::TrainConfig;
     use engine_core::config::ConfigError;
-    use engine_core::teacher::config::{SearchLimit, UnknownResult};
+    use engine_core::learn::checkpoint::{CheckpointState as _, StateError};
+    use engine_core::teacher::config::{SearchLimit, TeacherSearch, UnknownResult};
     use keima_proto::spec::ShardSpec;
 
     #[test]
@@ -140,30 +142,44 @@ mod tests {
             "records": { "paths": ["k"], "files_per_shard": 3, "depth": 6, "nodes": 2000, "unknown_result": "draw" },
             "coordinator": {}, "local_workers": { "count": 0, "threads": 1 }
         });
-        let c = TrainConfig::from_stored(old_config).unwrap();
+        let old_state = json!({
+            "format": 1, "run_id": "r1", "weights_version": 3, "weights_checksum": 9, "created_unix": 1,
+            "queue": { "sequential": false, "max_failures": 5, "shards": [
+                { "id": 0, "state": "pending", "leases": 0, "failures": 0, "spec": { "self_play": {
+                    "seed": 5, "games": 2, "openings": [], "depth": 0, "nodes": 300, "random_moves": 8,
+                    "max_plies": 80, "eval_limit": 3000, "write_minply": 16 } } },
+                { "id": 1, "state": { "done": { "merge_seq": 1, "positions": 5 } }, "leases": 1, "failures": 0,
+                  "spec": { "records": { "paths": ["a"], "depth": 0, "nodes": 1000, "unknown_result": 2 } } },
+                { "id": 2, "state": "pending", "leases": 0, "failures": 0,
+                  "spec": { "teacher": { "path": "t", "start": 0, "count": 10 } } },
+            ] },
+            "totals": { "merges": 1, "positions_merged": 5, "positions_used": 5, "gradient_entries_merged": 7,
+                "loss_sum": 1.0, "duplicate_pushes": 0, "stale_pushes": 0, "rejected_pushes": 0,
+                "staleness_sum": 0, "bytes_in": 0, "bytes_out": 0, "teacher_records_kept": 0 },
+            "config": old_config,
+        });
+        let read = |v: &serde_json::Value| CheckpointState::from_json(v.to_string().as_bytes());
+        let state = read(&old_state).unwrap();
+        let c = &state.config;
         assert_eq!(c.learn.adagrad.eta, 3.0);
         assert_eq!((c.learn.validation.max_records, c.learn.validation.depth), (1000, 0));
-        let s = c.selfplay.unwrap();
+        let s = c.selfplay.as_ref().unwrap();
         assert_eq!((s.search.limit, s.play.max_ply), (SearchLimit::Nodes(300), 80));
-        let r = c.records.unwrap();
+        let r = c.records.as_ref().unwrap();
         assert_eq!((r.search.limit, r.unknown_result), (SearchLimit::Depth(6), UnknownResult::Draw));
-
-        let mut old_spec = json!({ "self_play": { "seed": 5, "games": 2, "openings": [], "depth": 0,
-            "nodes": 300, "random_moves": 8, "max_plies": 80, "eval_limit": 3000, "write_minply": 16 } });
-        migrate_spec(&mut old_spec);
-        let Ok(ShardSpec::SelfPlay { seed, search, play, .. }) = serde_json::from_value(old_spec) else {
-            panic!()
-        };
-        assert_eq!(
-            (search.limit, play.max_ply, play.random_max_ply, seed),
-            (SearchLimit::Nodes(300), 80, 24, 5)
-        );
-        let mut old_spec =
-            json!({ "records": { "paths": ["a"], "depth": 0, "nodes": 1000, "unknown_result": 2 } });
-        migrate_spec(&mut old_spec);
-        let Ok(ShardSpec::Records { search, unknown_result, .. }) = serde_json::from_value(old_spec) else {
-            panic!()
-        };
-        assert_eq!((search.limit, unknown_result), (SearchLimit::Nodes(1000), UnknownResult::LastMoverWins));
+        // The shard specs, with what protocol-2 workers used for the settings they lacked.
+        let specs: Vec<&ShardSpec> = state.queue.shards.iter().map(|s| &s.spec).collect();
+        let ShardSpec::SelfPlay { seed, search, play, .. } = specs[0] else { panic!("{specs:?}") };
+        let expected = TeacherSearch { limit: SearchLimit::Nodes(300), ..TeacherSearch::default() };
+        assert_eq!((*seed, *search, play.max_ply, play.random_max_ply), (5, expected, 80, 24));
+        let ShardSpec::Records { search, unknown_result, .. } = specs[1] else { panic!("{specs:?}") };
+        let expected = TeacherSearch { limit: SearchLimit::Nodes(1000), ..TeacherSearch::default() };
+        assert_eq!((*search, *unknown_result), (expected, UnknownResult::LastMoverWins));
+        assert_eq!(specs[2], &ShardSpec::Teacher { path: "t".into(), start: 0, count: 10 });
+        // The current format reads back as written; an unknown one is refused.
+        let now = serde_json::to_value(&state).unwrap();
+        assert_eq!(read(&now).unwrap().queue, state.queue);
+        let future = json!({ "format": 3 });
+        assert!(matches!(read(&future), Err(StateError::Format { found: 3, .. })));
     }
 }

@@ -159,7 +159,7 @@ impl Trainer {
         let patterns = load_patterns(&cfg.learn.init)?;
         let mut t = Self::build(cfg, weights, patterns, cs.state)?;
         t.last_checkpoint_at = Some(t.state.updates);
-        Ok((t, found.skipped))
+        Ok((t, found.skipped.into_iter().map(|s| format!("skipping invalid checkpoint: {s}")).collect()))
     }
 
     fn build(
@@ -374,5 +374,27 @@ impl Trainer {
         }
         self.weights.flush().map_err(|e| e.to_string())?;
         Ok(self.validate())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_format_1_state_file_reads_with_its_config_migrated() {
+        let old = serde_json::json!({
+            "version": 1,
+            "state": TrainState { updates: 4, ..TrainState::default() },
+            "config": { "shards": ["a"], "eta": 1.5, "validation": "v", "batch_size": 7 },
+            "weights_checksum": 9,
+            "created_unix": 0,
+        });
+        let cs = LearnCheckpoint::from_json(old.to_string().as_bytes()).unwrap();
+        assert_eq!((cs.number(), cs.weights_checksum(), cs.config.batch_size), (4, 9, 7));
+        assert_eq!(cs.config.learn.adagrad.eta, 1.5);
+        assert_eq!(cs.config.learn.validation.shard, Some(PathBuf::from("v")));
+        let future = LearnCheckpoint::from_json(br#"{"version": 3}"#);
+        assert!(matches!(future, Err(StateError::Format { found: 3, .. })));
     }
 }
