@@ -14,7 +14,7 @@ use engine_core::learn::weights::WeightFile;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub use engine_core::learn::checkpoint::{find, list, recover, root, version_of};
+pub use engine_core::learn::checkpoint::{dir, find, list, recover, root, version_of};
 
 /// The format of [`CheckpointState`] this build writes. It reads 1 as well (protocol 2's
 /// shard specs and config keys, migrated by `legacy.rs`).

@@ -572,7 +572,7 @@ impl Core {
 
     fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, CheckpointError> {
         let version = w.version();
-        let name = checkpoint::root(&self.run_dir).join(format!("ckpt-{version:012}"));
+        let name = checkpoint::dir(&self.run_dir, version);
         let mut queue = self.queue.lock().unwrap().clone();
         queue.release_all_leases();
         let totals = self.totals.lock().unwrap().clone();

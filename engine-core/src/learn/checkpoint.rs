@@ -82,6 +82,11 @@ fn dir_name(number: u64) -> String {
     format!("{PREFIX}{number:012}")
 }
 
+/// The directory of checkpoint `number` of `run_dir` (whether or not it exists).
+pub fn dir(run_dir: &Path, number: u64) -> PathBuf {
+    root(run_dir).join(dir_name(number))
+}
+
 /// The number of a complete checkpoint directory's name (`ckpt-` and 12 digits, nothing
 /// else: not `.tmp`, not `.old`).
 pub fn version_of(dir: &Path) -> Option<u64> {
