@@ -57,11 +57,11 @@ fn learn_resume_export_plot_eval() {
     std::fs::write(
         &cfg,
         format!(
-            "shards = [{:?}]\nvalidation = {:?}\nout_dir = {:?}\nbatch_size = 64\nepochs = 20\neval_every = 2\n\
-             checkpoint_every = 3\nkeep_checkpoints = 2\nmax_updates = 6\nvalidation_max = 50\n",
+            "shards = [{:?}]\nout_dir = {:?}\nbatch_size = 64\nepochs = 20\neval_every = 2\n\
+             checkpoint_every = 3\nkeep_checkpoints = 2\nmax_updates = 6\n[validation]\nshard = {:?}\nmax_records = 50\n",
             d.join("train.psv.*").to_str().unwrap().replace(".psv.*", ".psv.zs?"),
-            s(&val),
-            s(&run)
+            s(&run),
+            s(&val)
         ),
     )
     .unwrap();

@@ -145,8 +145,8 @@ fn teacher_data(dir: &Path, games: &str) -> PathBuf {
     p
 }
 
-const LEARN_KEYS: &str = "eta = 3.0\neta_turn = 0.75\nepsilon = 1e-8\neta_decay = 1.0\nlambda = 0.4\n\
-                          eval_limit = 2500\nskip_draws = false\n";
+const LEARN_KEYS: &str = "[adagrad]\neta = 3.0\neta_turn = 0.75\nepsilon = 1e-8\neta_decay = 1.0\n\
+                          [loss]\nlambda = 0.4\neval_limit = 2500\nskip_draws = false\n";
 
 /// Compares two weight files: counters in the header and every weight/accumulator byte.
 fn same_weights(a: &Path, b: &Path) {
@@ -191,7 +191,7 @@ fn deterministic_two_workers_equal_single_process_learn() {
 #[test]
 fn factored_two_workers_equal_single_process_learn() {
     two_workers_equal_single_process_learn(&format!(
-        "{LEARN_KEYS}factors = {{ mirror = true, kp = true }}\n"
+        "{LEARN_KEYS}[init]\nfactors = {{ mirror = true, kp = true }}\n"
     ));
 }
 
@@ -204,7 +204,7 @@ fn two_workers_equal_single_process_learn(learn_keys: &str) {
     std::fs::write(
         &cfg,
         format!(
-            "run_dir = {run:?}\ndeterministic = true\n[learn]\n{learn_keys}\n[teacher]\npaths = [{data:?}]\n\
+            "run_dir = {run:?}\ndeterministic = true\n{learn_keys}\n[teacher]\npaths = [{data:?}]\n\
              records_per_shard = 64\n[coordinator]\nlisten = \"127.0.0.1:0\"\nmetrics_listen = \"\"\n\
              checkpoint_every = 3\nexport = false\nkeep_teacher_records = false\n[local_workers]\ncount = 2\nthreads = 1\n"
         ),
@@ -232,7 +232,7 @@ fn records_config(d: &Path, run: &Path, port: u16, lease_seconds: u32) -> PathBu
     std::fs::write(
         &cfg,
         format!(
-            "run_dir = {run:?}\n[records]\npaths = [{records:?}]\nfiles_per_shard = 3\nnodes = 1000\n\
+            "run_dir = {run:?}\n[records]\npaths = [{records:?}]\nfiles_per_shard = 3\nlimit = {{ nodes = 1000 }}\n\
              unknown_result = \"draw\"\n[coordinator]\nlisten = \"127.0.0.1:{port}\"\nmetrics_listen = \"127.0.0.1:0\"\n\
              lease_seconds = {lease_seconds}\nheartbeat_ms = 300\ncheckpoint_every = 2\nexport = false\n\
              [local_workers]\ncount = 0\n"
@@ -353,8 +353,8 @@ fn deterministic_config(d: &Path, run: &Path, port: u16) -> PathBuf {
     std::fs::write(
         &cfg,
         format!(
-            "run_dir = {run:?}\ndeterministic = true\nseed = 7\n[learn]\n{LEARN_KEYS}\n[selfplay]\nshards = 10\n\
-             games_per_shard = 2\nnodes = 300\nrandom_moves = 8\nmax_plies = 80\n[coordinator]\n\
+            "run_dir = {run:?}\ndeterministic = true\nseed = 7\n{LEARN_KEYS}\n[selfplay]\nshards = 10\n\
+             games_per_shard = 2\nlimit = {{ nodes = 300 }}\nrandom_moves = 8\nmax_ply = 80\n[coordinator]\n\
              listen = \"127.0.0.1:{port}\"\nmetrics_listen = \"\"\nlease_seconds = 3\nheartbeat_ms = 300\n\
              checkpoint_every = 2\nkeep_checkpoints = 2\nkeep_teacher_records = true\nexport = false\n\
              [local_workers]\ncount = 0\n"

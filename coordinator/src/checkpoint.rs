@@ -1,32 +1,24 @@
-//! Coordinator checkpoints: `checkpoints/ckpt-<version, 12 digits>/` holding `weights.kw`
-//! (weights, AdaGrad accumulators, counters; its header records a data checksum) and
-//! `state.json` (queue, counters, config, run id). Merges after the checkpoint live in the
-//! journal (`journal.rs`).
-//!
-//! Writing never removes the last complete checkpoint before its replacement is in place:
-//! the new one is written as `ckpt-N.tmp` and fsynced; a checkpoint of the same version
-//! already on disk is renamed to `ckpt-N.old` (not deleted); `ckpt-N.tmp` is renamed to
-//! `ckpt-N` and the directory fsynced; only then are `ckpt-N.old` and the checkpoints beyond
-//! the newest `keep` removed. `recover` (at every start) finishes or undoes what a crash
-//! interrupted: it puts a `ckpt-N.old` back when `ckpt-N` is missing and removes
-//! `*.tmp` and surplus `*.old`.
+//! Coordinator checkpoints: engine-core's checkpoint directories
+//! (`checkpoints/ckpt-<version, 12 digits>/`: `weights.kw` and `state.json`, written so that
+//! a crash at any moment leaves a complete one, see `engine_core::learn::checkpoint`) with
+//! the coordinator's state (queue, counters, config, run id). Merges after the checkpoint
+//! live in the journal (`journal.rs`).
 
 use crate::config::TrainConfig;
 use crate::fault::{FaultPoint, Faults, Injected};
-use crate::fsutil::{IoError, fsync_dir};
+use crate::fsutil::IoError;
 use crate::journal::JournalMeta;
 use crate::queue::Queue;
-use engine_core::learn::weights::{WeightFile, WeightsError};
+use engine_core::learn::checkpoint::{self as ckpt, StateError, Step};
+use engine_core::learn::weights::WeightFile;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub const STATE_FILE: &str = "state.json";
-pub const WEIGHTS_FILE: &str = "weights.kw";
-pub const FORMAT: u32 = 1;
+pub use engine_core::learn::checkpoint::{dir, find, list, recover, root, version_of};
 
-const PREFIX: &str = "ckpt-";
-const TMP_SUFFIX: &str = ".tmp";
-const OLD_SUFFIX: &str = ".old";
+/// The format of [`CheckpointState`] this build writes. It reads 1 as well (protocol 2's
+/// shard specs and config keys, migrated by `legacy.rs`).
+pub const FORMAT: u32 = 2;
 
 /// Run totals that survive restarts. The merge counters (`merges` to `staleness_sum`, and
 /// `teacher_records_kept`) are restored exactly by journal replay; the traffic counters
@@ -74,39 +66,55 @@ pub struct CheckpointState {
     pub weights_checksum: u64,
     pub queue: Queue,
     pub totals: Totals,
+    #[serde(deserialize_with = "stored_config")]
     pub config: TrainConfig,
     pub created_unix: u64,
 }
 
+fn stored_config<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TrainConfig, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    TrainConfig::from_stored(v).map_err(serde::de::Error::custom)
+}
+
+impl ckpt::CheckpointState for CheckpointState {
+    fn from_json(bytes: &[u8]) -> Result<Self, StateError> {
+        let mut v: serde_json::Value = serde_json::from_slice(bytes)?;
+        match v.get("format").and_then(serde_json::Value::as_u64) {
+            Some(1) => {
+                let shards = v.pointer_mut("/queue/shards").and_then(serde_json::Value::as_array_mut);
+                for shard in shards.into_iter().flatten() {
+                    if let Some(spec) = shard.get_mut("spec") {
+                        crate::legacy::migrate_spec(spec);
+                    }
+                }
+            }
+            Some(2) => {}
+            found => return Err(StateError::Format { found: found.unwrap_or(0), readable: "1 and 2" }),
+        }
+        Ok(serde_json::from_value(v)?)
+    }
+
+    fn number(&self) -> u64 {
+        self.weights_version
+    }
+
+    fn weights_checksum(&self) -> u64 {
+        self.weights_checksum
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
+    #[error(transparent)]
+    Write(#[from] ckpt::CheckpointError),
     #[error("checkpoint: {0}")]
     Io(#[from] IoError),
-    #[error("checkpoint weights: {0}")]
-    Weights(#[from] WeightsError),
-    #[error("checkpoint state: {0}")]
-    Json(#[from] serde_json::Error),
     #[error(transparent)]
     Injected(#[from] Injected),
 }
 
-pub fn root(run_dir: &Path) -> PathBuf {
-    engine_core::learn::checkpoint::checkpoints_root(run_dir)
-}
-
-fn dir_name(version: u64) -> String {
-    format!("{PREFIX}{version:012}")
-}
-
-/// The version of a complete checkpoint directory name (`ckpt-` and 12 digits, nothing
-/// else: not `.tmp`, not `.old`).
-pub fn version_of(dir: &Path) -> Option<u64> {
-    let digits = dir.file_name()?.to_str()?.strip_prefix(PREFIX)?;
-    if digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_digit()) { digits.parse().ok() } else { None }
-}
-
-/// Writes a checkpoint of `weights` and `state` (see the module doc for the order); prunes
-/// to the newest `keep` (0 = all). `faults` may stop it at each step (tests).
+/// Writes a checkpoint of `weights` and `state` (engine-core's `write_dir`, then pruning to
+/// the newest `keep`, 0 = all). `faults` may stop it at each step (tests).
 pub fn write(
     run_dir: &Path,
     weights: &mut WeightFile,
@@ -115,141 +123,26 @@ pub fn write(
     faults: &Faults,
 ) -> Result<PathBuf, CheckpointError> {
     let version = state.weights_version;
-    let root = root(run_dir);
-    std::fs::create_dir_all(&root).map_err(IoError::at("create directory", &root))?;
-    let name = dir_name(version);
-    let dir = root.join(&name);
-    let tmp = root.join(format!("{name}{TMP_SUFFIX}"));
-    let old = root.join(format!("{name}{OLD_SUFFIX}"));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(IoError::at("remove unfinished checkpoint", &tmp))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(IoError::at("create directory", &tmp))?;
-    weights.seal()?;
-    weights.copy_sparse(&tmp.join(WEIGHTS_FILE))?;
-    faults.hit(FaultPoint::CheckpointWeightsCopied, version)?;
-    state.weights_checksum = weights.header.data_checksum;
     state.format = FORMAT;
-    let json = serde_json::to_vec_pretty(&state)?;
-    {
-        use std::io::Write;
-        let p = tmp.join(STATE_FILE);
-        let mut f = std::fs::File::create(&p).map_err(IoError::at("create", &p))?;
-        f.write_all(&json).and_then(|_| f.sync_all()).map_err(IoError::at("write", &p))?;
-    }
-    fsync_dir(&tmp)?;
-    faults.hit(FaultPoint::CheckpointStateWritten, version)?;
-    if dir.exists() {
-        // Same version again (e.g. the final checkpoint after a resume): keep the complete
-        // one until the new one has its name.
-        if old.exists() {
-            std::fs::remove_dir_all(&old).map_err(IoError::at("remove replaced checkpoint", &old))?;
-        }
-        std::fs::rename(&dir, &old).map_err(IoError::at("move aside", &dir))?;
-        fsync_dir(&root)?;
-        faults.hit(FaultPoint::CheckpointOldMovedAside, version)?;
-    }
-    std::fs::rename(&tmp, &dir).map_err(IoError::at("rename into place", &dir))?;
-    fsync_dir(&root)?;
-    faults.hit(FaultPoint::CheckpointRenamed, version)?;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(IoError::at("remove replaced checkpoint", &old))?;
-    }
-    if keep > 0 {
-        let all = list(run_dir);
-        for stale in all.iter().take(all.len().saturating_sub(keep)) {
-            std::fs::remove_dir_all(stale).map_err(IoError::at("remove old checkpoint", stale))?;
-        }
-    }
+    let dir = ckpt::write_dir(
+        run_dir,
+        version,
+        weights,
+        |checksum| {
+            state.weights_checksum = checksum;
+            serde_json::to_vec_pretty(&state)
+        },
+        |step| {
+            let point = match step {
+                Step::WeightsCopied => FaultPoint::CheckpointWeightsCopied,
+                Step::StateWritten => FaultPoint::CheckpointStateWritten,
+                Step::OldMovedAside => FaultPoint::CheckpointOldMovedAside,
+                Step::Renamed => FaultPoint::CheckpointRenamed,
+            };
+            faults.hit(point, version).map_err(CheckpointError::from)
+        },
+    )?;
+    ckpt::prune(run_dir, keep)?;
     faults.hit(FaultPoint::CheckpointPruned, version)?;
     Ok(dir)
-}
-
-/// Repairs what a crash in `write` left: `ckpt-N.old` goes back to `ckpt-N` when that is
-/// missing (it was complete), otherwise it and every `*.tmp` are removed. Returns what it
-/// did, for the log.
-pub fn recover(run_dir: &Path) -> Result<Vec<String>, IoError> {
-    let root = root(run_dir);
-    let Ok(entries) = std::fs::read_dir(&root) else { return Ok(Vec::new()) };
-    let mut names: Vec<String> =
-        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-    names.sort();
-    let mut done = Vec::new();
-    for name in names {
-        let path = root.join(&name);
-        if !name.starts_with(PREFIX) {
-            continue;
-        }
-        if let Some(base) = name.strip_suffix(OLD_SUFFIX) {
-            let complete = root.join(base);
-            if complete.exists() {
-                std::fs::remove_dir_all(&path).map_err(IoError::at("remove replaced checkpoint", &path))?;
-                done.push(format!("removed {} (replaced by {base})", path.display()));
-            } else {
-                std::fs::rename(&path, &complete).map_err(IoError::at("restore checkpoint", &path))?;
-                done.push(format!("restored {} from {name} (a rewrite was interrupted)", complete.display()));
-            }
-        } else if name.ends_with(TMP_SUFFIX) {
-            std::fs::remove_dir_all(&path).map_err(IoError::at("remove unfinished checkpoint", &path))?;
-            done.push(format!("removed unfinished checkpoint {}", path.display()));
-        }
-    }
-    if !done.is_empty() {
-        fsync_dir(&root)?;
-    }
-    Ok(done)
-}
-
-/// Complete checkpoint directories, oldest first.
-pub fn list(run_dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root(run_dir))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && version_of(p).is_some())
-        .collect();
-    v.sort();
-    v
-}
-
-/// Loads and checks one checkpoint (state parses, weights open with a matching checksum).
-pub fn load(dir: &Path) -> Result<(CheckpointState, WeightFile), String> {
-    let sp = dir.join(STATE_FILE);
-    let text = std::fs::read_to_string(&sp).map_err(|e| format!("{}: {e}", sp.display()))?;
-    let state: CheckpointState = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", sp.display()))?;
-    if state.format != FORMAT {
-        return Err(format!(
-            "{}: checkpoint format {} (this build reads {FORMAT})",
-            sp.display(),
-            state.format
-        ));
-    }
-    let w = WeightFile::open(&dir.join(WEIGHTS_FILE), true).map_err(|e| e.to_string())?;
-    if w.header.data_checksum != state.weights_checksum || w.header.updates != state.weights_version {
-        return Err(format!("{}: weights do not match state.json", dir.display()));
-    }
-    Ok((state, w))
-}
-
-/// The newest checkpoint that loads, from a run directory or a checkpoint directory.
-/// Returns warnings for newer ones that did not load.
-pub fn load_newest(path: &Path) -> Result<(PathBuf, CheckpointState, WeightFile, Vec<String>), String> {
-    if path.join(STATE_FILE).is_file() {
-        let (s, w) = load(path)?;
-        return Ok((path.to_path_buf(), s, w, Vec::new()));
-    }
-    let mut warnings = Vec::new();
-    for dir in list(path).into_iter().rev() {
-        match load(&dir) {
-            Ok((s, w)) => return Ok((dir, s, w, warnings)),
-            Err(e) => warnings.push(format!("skipping checkpoint: {e}")),
-        }
-    }
-    Err(format!(
-        "{}: no valid checkpoint under {} ({} rejected); start a new run with `keima train --config`",
-        path.display(),
-        root(path).display(),
-        warnings.len()
-    ))
 }

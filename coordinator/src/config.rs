@@ -1,8 +1,16 @@
 //! `keima train` configuration (TOML). Every key has a default; the file only needs the
 //! work sources. Paths are relative to the working directory of `keima train`.
+//!
+//! The learner's tables (`[loss]`, `[adagrad]`, `[init]`, `[validation]` and
+//! `check_disk_space`) are engine-core's `LearnSettings`, the same as `keima learn`'s; the
+//! teacher settings of `[selfplay]` and `[records]` are engine-core's `TeacherSearch`,
+//! `SelfPlayGames` and `UnknownResult`, the same as `keima gensfen`'s flags. Unknown keys
+//! are refused, naming the key; keys of an older keima are refused with their new spelling
+//! (`legacy.rs`). `configs/full-scale.toml` documents every key.
 
-use engine_core::learn::adagrad::AdaGradConfig;
-use engine_core::learn::gradient::LossConfig;
+use engine_core::config::ConfigError;
+use engine_core::learn::config::LearnSettings;
+use engine_core::teacher::config::{SelfPlayGames, TeacherSearch, UnknownResult};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -16,7 +24,9 @@ pub struct TrainConfig {
     /// Lease one shard at a time, in id order, each computed on the newest weights: the
     /// result equals `keima learn` over the same records (batch = shard, no shuffle).
     pub deterministic: bool,
-    pub learn: LearnSection,
+    /// `[loss]`, `[adagrad]`, `[init]`, `[validation]`, `check_disk_space`.
+    #[serde(flatten)]
+    pub learn: LearnSettings,
     pub selfplay: Option<SelfPlaySection>,
     pub teacher: Option<TeacherSection>,
     pub records: Option<RecordsSection>,
@@ -30,7 +40,7 @@ impl Default for TrainConfig {
             run_dir: PathBuf::from("runs/train"),
             seed: 1,
             deterministic: false,
-            learn: LearnSection::default(),
+            learn: LearnSettings::default(),
             selfplay: None,
             teacher: None,
             records: None,
@@ -40,78 +50,10 @@ impl Default for TrainConfig {
     }
 }
 
-/// Loss, optimizer and starting point (the learner's keys, see configs/learn-*.toml).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LearnSection {
-    pub eta: f64,
-    pub eta_turn: f64,
-    pub epsilon: f64,
-    pub eta_decay: f64,
-    pub lambda: f64,
-    pub eval_limit: i32,
-    pub skip_draws: bool,
-    /// Start from these KPPT files instead of material-only.
-    pub init_kppt: Option<PathBuf>,
-    /// Start from this weight file (copied).
-    pub init_weights: Option<PathBuf>,
-    /// Pattern file (definitions + initial weights) to train with.
-    pub patterns: Option<PathBuf>,
-    /// Held-out teacher shard: test loss and mean |eval − teacher| every `validate_every`
-    /// merges and at the end (move agreement at `validation_depth`, 0 = off).
-    pub validation: Option<PathBuf>,
-    pub validation_max: usize,
-    pub validation_depth: i32,
-    pub validate_every: u64,
-    /// Reserve the weight file's disk space at start (`WeightFile::check_disk_space`): a full
-    /// disk is then a clear error instead of a crash mid-run.
-    pub check_disk_space: bool,
-    /// Dimension reduction, as in `keima learn`: `factors = { mirror = true, kp = true }`.
-    pub factors: engine_core::learn::factors::Factorization,
-}
-
-impl Default for LearnSection {
-    fn default() -> Self {
-        let a = AdaGradConfig::default();
-        let l = LossConfig::default();
-        LearnSection {
-            eta: a.eta,
-            eta_turn: a.eta_turn,
-            epsilon: a.epsilon,
-            eta_decay: a.eta_decay,
-            lambda: l.lambda,
-            eval_limit: l.eval_limit,
-            skip_draws: l.skip_draws,
-            init_kppt: None,
-            init_weights: None,
-            patterns: None,
-            validation: None,
-            validation_max: 1000,
-            validation_depth: 0,
-            validate_every: 10,
-            check_disk_space: true,
-            factors: engine_core::learn::factors::Factorization::NONE,
-        }
-    }
-}
-
-impl LearnSection {
-    pub fn loss(&self) -> LossConfig {
-        LossConfig { lambda: self.lambda, eval_limit: self.eval_limit, skip_draws: self.skip_draws }
-    }
-
-    pub fn adagrad(&self) -> AdaGradConfig {
-        AdaGradConfig {
-            eta: self.eta,
-            eta_turn: self.eta_turn,
-            epsilon: self.epsilon,
-            eta_decay: self.eta_decay,
-        }
-    }
-}
-
 /// Self-play shards: `shards` shards of `games_per_shard` games each, searched with the
-/// current weights.
+/// current weights. The teacher settings (`limit`, `eval_limit`, `write_minply`,
+/// `dedupe_bits`, `max_ply`, `random_moves`, `random_min_ply`, `random_max_ply`) are
+/// `keima gensfen`'s; each shard's seed derives from the top-level `seed`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SelfPlaySection {
@@ -121,13 +63,10 @@ pub struct SelfPlaySection {
     pub openings: Option<PathBuf>,
     /// Openings sent per shard (drawn from the file with the shard's seed).
     pub openings_per_shard: usize,
-    /// Teacher search: depth (plies), or nodes when depth is 0.
-    pub depth: i32,
-    pub nodes: u64,
-    pub random_moves: u32,
-    pub max_plies: u32,
-    pub eval_limit: i32,
-    pub write_minply: u32,
+    #[serde(flatten)]
+    pub search: TeacherSearch,
+    #[serde(flatten)]
+    pub play: SelfPlayGames,
 }
 
 impl Default for SelfPlaySection {
@@ -137,12 +76,8 @@ impl Default for SelfPlaySection {
             games_per_shard: 20,
             openings: None,
             openings_per_shard: 64,
-            depth: 0,
-            nodes: 2000,
-            random_moves: 8,
-            max_plies: 256,
-            eval_limit: 3000,
-            write_minply: 16,
+            search: TeacherSearch::default(),
+            play: SelfPlayGames::default(),
         }
     }
 }
@@ -163,17 +98,19 @@ impl Default for TeacherSection {
     }
 }
 
-/// Game records (CSA/KIF/KI2/USI) replayed and searched by the workers.
+/// Game records (CSA/KIF/KI2/USI) replayed and searched by the workers. The teacher
+/// settings (`limit`, `eval_limit`, `write_minply`, `dedupe_bits`, `unknown_result`) are
+/// `keima gensfen --records`'s.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RecordsSection {
     /// Files or directories (searched recursively).
     pub paths: Vec<PathBuf>,
     pub files_per_shard: usize,
-    pub depth: i32,
-    pub nodes: u64,
+    #[serde(flatten)]
+    pub search: TeacherSearch,
     /// Games without a result: "skip", "draw" or "last_mover_wins".
-    pub unknown_result: String,
+    pub unknown_result: UnknownResult,
 }
 
 impl Default for RecordsSection {
@@ -181,9 +118,8 @@ impl Default for RecordsSection {
         RecordsSection {
             paths: Vec::new(),
             files_per_shard: 8,
-            depth: 0,
-            nodes: 2000,
-            unknown_result: "skip".into(),
+            search: TeacherSearch::default(),
+            unknown_result: UnknownResult::Skip,
         }
     }
 }
@@ -228,6 +164,9 @@ pub struct CoordinatorSection {
     /// Checkpoints kept (0 = all). The journal is kept back to the oldest of them, so any
     /// of them can resume (with 0 it is never pruned).
     pub keep_checkpoints: usize,
+    /// A metrics line (train loss, and the `[validation]` metrics) every N merges, at the
+    /// start and at the end (0 = start and end only).
+    pub validate_every: u64,
     /// Largest accepted push (all chunk payloads, compressed), MiB.
     pub max_push_mib: u64,
     /// Ask workers to return their teacher records (kept under `<run_dir>/teacher/`).
@@ -255,6 +194,7 @@ impl Default for CoordinatorSection {
             stale_policy: StalePolicy::Downweight,
             checkpoint_every: 20,
             keep_checkpoints: 2,
+            validate_every: 10,
             max_push_mib: 512,
             keep_teacher_records: true,
             delta_versions: 64,
@@ -278,56 +218,49 @@ impl Default for LocalWorkersSection {
 }
 
 impl TrainConfig {
-    pub fn from_toml(text: &str) -> Result<TrainConfig, String> {
-        let c: TrainConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn from_toml(text: &str) -> Result<TrainConfig, ConfigError> {
+        let c: TrainConfig = engine_core::config::from_toml(text, crate::legacy::migrate_config)?;
         c.check()?;
         Ok(c)
     }
 
-    pub fn check(&self) -> Result<(), String> {
+    /// Reads the config stored in a checkpoint (an older keima's layout too).
+    pub fn from_stored(value: serde_json::Value) -> Result<TrainConfig, ConfigError> {
+        engine_core::config::from_stored(value, crate::legacy::migrate_config)
+    }
+
+    pub fn check(&self) -> Result<(), ConfigError> {
         if self.selfplay.is_none() && self.teacher.is_none() && self.records.is_none() {
-            return Err("config: no work: add a [selfplay], [teacher] or [records] section".into());
+            return Err(ConfigError::invalid("work", "none: add a [selfplay], [teacher] or [records] table"));
         }
         if let Some(s) = &self.selfplay {
             if s.shards == 0 || s.games_per_shard == 0 {
-                return Err("config: [selfplay] shards and games_per_shard must be at least 1".into());
+                return Err(ConfigError::invalid("[selfplay] shards, games_per_shard", "must be at least 1"));
             }
-            if s.depth <= 0 && s.nodes == 0 {
-                return Err("config: [selfplay] give depth > 0 or nodes > 0".into());
-            }
+            s.search.check("[selfplay] ")?;
+            s.play.check("[selfplay] ")?;
         }
         if let Some(t) = &self.teacher
             && (t.paths.is_empty() || t.records_per_shard == 0)
         {
-            return Err("config: [teacher] needs paths and records_per_shard >= 1".into());
+            return Err(ConfigError::invalid("[teacher]", "needs paths and records_per_shard >= 1"));
         }
         if let Some(r) = &self.records {
             if r.paths.is_empty() || r.files_per_shard == 0 {
-                return Err("config: [records] needs paths and files_per_shard >= 1".into());
+                return Err(ConfigError::invalid("[records]", "needs paths and files_per_shard >= 1"));
             }
-            if !["skip", "draw", "last_mover_wins"].contains(&r.unknown_result.as_str()) {
-                return Err(format!(
-                    "config: [records] unknown_result = {:?}: use \"skip\", \"draw\" or \"last_mover_wins\"",
-                    r.unknown_result
-                ));
-            }
+            r.search.check("[records] ")?;
         }
-        let l = &self.learn;
-        if !(0.0..=1.0).contains(&l.lambda) {
-            return Err("config: [learn] lambda must be in [0, 1]".into());
-        }
-        if l.eta <= 0.0 || l.eta_turn < 0.0 {
-            return Err("config: [learn] eta must be > 0 and eta_turn >= 0".into());
-        }
-        if l.init_kppt.is_some() && l.init_weights.is_some() {
-            return Err("config: [learn] give init_kppt or init_weights, not both".into());
-        }
+        self.learn.check()?;
         let c = &self.coordinator;
         if c.tls_cert.is_some() != c.tls_key.is_some() {
-            return Err("config: [coordinator] tls_cert and tls_key go together".into());
+            return Err(ConfigError::invalid("[coordinator] tls_cert, tls_key", "give both or neither"));
         }
         if c.lease_seconds == 0 || c.max_attempts == 0 {
-            return Err("config: [coordinator] lease_seconds and max_attempts must be at least 1".into());
+            return Err(ConfigError::invalid(
+                "[coordinator] lease_seconds, max_attempts",
+                "must be at least 1",
+            ));
         }
         Ok(())
     }

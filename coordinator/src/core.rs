@@ -9,11 +9,15 @@ use crate::fault::{FaultPoint, Faults};
 use crate::fsutil::IoError;
 use crate::journal::{self, JournalMeta};
 use crate::queue::{LeaseDecision, LeaseProblem, PushDecision, Queue, ShardSpec};
+use crate::specs::build_specs;
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
-use engine_core::learn::trainer::{ValidationMetrics, pattern_hash, start_weights, validate};
+use engine_core::learn::checkpoint as ckpt;
+use engine_core::learn::files::{METRICS_FILE, WEIGHTS_FILE};
+use engine_core::learn::init::{new_run_weights_path, pattern_hash, start_weights};
+use engine_core::learn::validation::{self, ValidationMetrics};
 use engine_core::learn::weights::{LAYOUT_KPPT_TRIANGLE, WeightFile};
-use engine_core::teacher::{PackedSfenValue, ShardReader, ShardSettings, ShardWriter, TeacherRecord};
+use engine_core::teacher::{PackedSfenValue, ShardSettings, ShardWriter, TeacherRecord};
 use keima_proto::v1;
 use std::collections::HashMap;
 use std::io::Write;
@@ -21,9 +25,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
-
-pub const WEIGHTS_NAME: &str = "weights.kw";
-pub const METRICS_NAME: &str = "metrics.jsonl";
 
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -89,7 +90,7 @@ pub struct Core {
 }
 
 fn pattern_bytes(cfg: &TrainConfig) -> Result<(Option<PatternSet>, Vec<u8>), String> {
-    match &cfg.learn.patterns {
+    match &cfg.learn.init.patterns {
         None => Ok((None, Vec::new())),
         Some(p) => {
             let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -99,131 +100,6 @@ fn pattern_bytes(cfg: &TrainConfig) -> Result<(Option<PatternSet>, Vec<u8>), Str
     }
 }
 
-fn load_openings(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("openings {}: {e}", path.display()))?;
-    let mut v = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        engine_core::teacher::gensfen::Opening::parse_usi(line)
-            .map_err(|e| format!("openings {} line {}: {e}", path.display(), n + 1))?;
-        v.push(line.to_string());
-    }
-    if v.is_empty() {
-        return Err(format!("openings {}: no opening lines", path.display()));
-    }
-    Ok(v)
-}
-
-/// Records readable from a teacher shard (valid ones, as a worker's reader counts them).
-fn count_records(path: &Path) -> Result<u64, String> {
-    let mut r = ShardReader::open(path).map_err(|e| e.to_string())?;
-    let mut n = 0;
-    while r.next_record().map_err(|e| e.to_string())?.is_some() {
-        n += 1;
-    }
-    Ok(n)
-}
-
-fn record_files(paths: &[PathBuf]) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut stack = vec![p.clone()];
-            while let Some(d) = stack.pop() {
-                let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
-                    .map_err(|e| format!("{}: {e}", d.display()))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .collect();
-                entries.sort();
-                for e in entries {
-                    if e.is_dir() {
-                        stack.push(e);
-                    } else if let Some(ext) = e.extension().and_then(|x| x.to_str())
-                        && ["csa", "kif", "kifu", "ki2", "ki2u", "usi", "sfen"]
-                            .contains(&ext.to_lowercase().as_str())
-                    {
-                        out.push(e.to_string_lossy().to_string());
-                    }
-                }
-            }
-        } else if p.is_file() {
-            out.push(p.to_string_lossy().to_string());
-        } else {
-            return Err(format!("[records] {}: no such file or directory", p.display()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// The shard specs of a config, in queue order: teacher shards, then record shards, then
-/// self-play shards.
-pub fn build_specs(cfg: &TrainConfig) -> Result<Vec<ShardSpec>, String> {
-    let mut specs = Vec::new();
-    if let Some(t) = &cfg.teacher {
-        for path in engine_core::learn::data::resolve_shards(&t.paths)? {
-            let n = count_records(&path)?;
-            let mut start = 0;
-            while start < n {
-                let count = t.records_per_shard.min(n - start);
-                specs.push(ShardSpec::Teacher { path: path.to_string_lossy().to_string(), start, count });
-                start += count;
-            }
-        }
-    }
-    if let Some(r) = &cfg.records {
-        let files = record_files(&r.paths)?;
-        let unknown = match r.unknown_result.as_str() {
-            "draw" => 1,
-            "last_mover_wins" => 2,
-            _ => 0,
-        };
-        for chunk in files.chunks(r.files_per_shard) {
-            specs.push(ShardSpec::Records {
-                paths: chunk.to_vec(),
-                depth: r.depth,
-                nodes: r.nodes,
-                unknown_result: unknown,
-            });
-        }
-    }
-    if let Some(s) = &cfg.selfplay {
-        let openings = match &s.openings {
-            Some(p) => load_openings(p)?,
-            None => Vec::new(),
-        };
-        for i in 0..s.shards {
-            let seed = engine_core::teacher::gensfen::game_seed(cfg.seed, 1_000_000 + i);
-            let mut rng = engine_core::teacher::gensfen::Rng::new(seed);
-            let picked = if openings.is_empty() {
-                Vec::new()
-            } else {
-                (0..s.openings_per_shard.max(1))
-                    .map(|_| openings[rng.below(openings.len())].clone())
-                    .collect()
-            };
-            specs.push(ShardSpec::SelfPlay {
-                seed,
-                games: s.games_per_shard,
-                openings: picked,
-                depth: s.depth,
-                nodes: s.nodes,
-                random_moves: s.random_moves,
-                max_plies: s.max_plies,
-                eval_limit: s.eval_limit,
-                write_minply: s.write_minply,
-            });
-        }
-    }
-    if specs.is_empty() {
-        return Err("config: the work sources hold no work (empty teacher shards or no record files)".into());
-    }
-    Ok(specs)
-}
-
 fn new_run_id() -> String {
     format!("{:x}-{:x}", now_ms(), std::process::id())
 }
@@ -231,26 +107,11 @@ fn new_run_id() -> String {
 impl Core {
     /// A new run in `cfg.run_dir` (refuses a directory that already holds weights).
     pub fn create(cfg: TrainConfig) -> Result<Core, String> {
-        cfg.check()?;
-        let run_dir = cfg.run_dir.clone();
-        std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
-        let wpath = run_dir.join(WEIGHTS_NAME);
-        if wpath.exists() {
-            return Err(format!(
-                "{} exists: continue with `keima train --resume {}` or choose another run_dir",
-                wpath.display(),
-                run_dir.display()
-            ));
-        }
+        cfg.check().map_err(|e| e.to_string())?;
+        let wpath = new_run_weights_path(&cfg.run_dir, "keima train --resume", "run_dir")?;
         let specs = build_specs(&cfg)?;
         let (patterns, pattern_file) = pattern_bytes(&cfg)?;
-        let file = start_weights(
-            &wpath,
-            cfg.learn.init_weights.as_deref(),
-            cfg.learn.init_kppt.as_deref(),
-            patterns.as_ref(),
-            cfg.learn.factors,
-        )?;
+        let file = start_weights(&wpath, &cfg.learn.init, patterns.as_ref())?;
         let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
         let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())
             .inspect_err(|_| {
@@ -268,20 +129,23 @@ impl Core {
     /// Continues a run from its newest valid checkpoint plus the journal after it.
     /// Returns the core and warnings (skipped checkpoints).
     pub fn resume(path: &Path, listen: Option<String>) -> Result<(Core, Vec<String>), String> {
-        let mut repairs = Vec::new();
-        if !path.join(checkpoint::STATE_FILE).is_file() {
-            // A run directory: finish or undo a checkpoint a crash interrupted first, so
-            // the newest complete one is found.
-            repairs = checkpoint::recover(path).map_err(|e| e.to_string())?;
-        }
-        let (dir, state, mut ckw, mut warnings) = checkpoint::load_newest(path)?;
-        warnings.splice(0..0, repairs);
+        // A run directory is repaired first (a checkpoint a crash interrupted is finished
+        // or undone), so the newest complete checkpoint is found.
+        let found = checkpoint::find::<CheckpointState>(path).map_err(|e| match e {
+            ckpt::CheckpointError::NotFound { .. } | ckpt::CheckpointError::NoneValid { .. } => {
+                format!("{e}; start a new run with `keima train --config`")
+            }
+            e => e.to_string(),
+        })?;
+        let (dir, state, mut ckw) = (found.dir, found.state, found.weights);
+        let mut warnings = found.repairs;
+        warnings.extend(found.skipped.into_iter().map(|s| format!("skipping checkpoint: {s}")));
         let mut cfg = state.config.clone();
         if let Some(l) = listen {
             cfg.coordinator.listen = l;
         }
         let run_dir = cfg.run_dir.clone();
-        let wpath = run_dir.join(WEIGHTS_NAME);
+        let wpath = run_dir.join(WEIGHTS_FILE);
         ckw.copy_sparse(&wpath).map_err(|e| e.to_string())?;
         drop(ckw);
         let file = WeightFile::open(&wpath, false).map_err(|e| e.to_string())?;
@@ -325,17 +189,8 @@ impl Core {
             pattern_hash: patterns.as_ref().map_or(0, pattern_hash),
         };
         let ws =
-            WeightState::new(file, patterns.as_ref(), cfg.learn.adagrad(), cfg.coordinator.delta_versions)?;
-        let mut validation = Vec::new();
-        if let Some(v) = &cfg.learn.validation {
-            let mut r = ShardReader::open(v).map_err(|e| e.to_string())?;
-            while validation.len() < cfg.learn.validation_max {
-                match r.next_record().map_err(|e| e.to_string())? {
-                    Some(rec) => validation.push(rec),
-                    None => break,
-                }
-            }
-        }
+            WeightState::new(file, patterns.as_ref(), cfg.learn.adagrad, cfg.coordinator.delta_versions)?;
+        let validation = validation::load_records(&cfg.learn.validation)?;
         Ok(Core {
             run_dir: cfg.run_dir.clone(),
             version: AtomicU64::new(ws.version()),
@@ -456,44 +311,13 @@ impl Core {
     }
 
     fn lease_message(&self, shard: u64, attempt: u32, deadline_ms: u64, spec: ShardSpec) -> v1::Lease {
-        use v1::lease::Kind;
-        let kind = match spec {
-            ShardSpec::SelfPlay {
-                seed,
-                games,
-                openings,
-                depth,
-                nodes,
-                random_moves,
-                max_plies,
-                eval_limit,
-                write_minply,
-            } => Kind::Selfplay(v1::SelfPlaySpec {
-                seed,
-                games,
-                openings,
-                depth,
-                nodes,
-                random_moves,
-                max_plies,
-                eval_limit,
-                write_minply,
-            }),
-            ShardSpec::Teacher { path, start, count } => {
-                Kind::Teacher(v1::TeacherSpec { path, start, count })
-            }
-            ShardSpec::Records { paths, depth, nodes, unknown_result } => {
-                Kind::Records(v1::RecordsSpec { paths, depth, nodes, unknown_result })
-            }
-        };
-        let l = self.cfg.learn.loss();
         v1::Lease {
             shard_id: shard,
             attempt,
             deadline_unix_ms: deadline_ms,
             weights_version: self.version.load(Ordering::SeqCst),
-            kind: Some(kind),
-            loss: Some(v1::LossSpec { lambda: l.lambda, eval_limit: l.eval_limit, skip_draws: l.skip_draws }),
+            kind: Some(spec.into()),
+            loss: Some(self.cfg.learn.loss.into()),
             return_records: self.cfg.coordinator.keep_teacher_records,
         }
     }
@@ -692,8 +516,8 @@ impl Core {
         {
             self.server_fault_after_merge(seq, &e.to_string());
         }
-        if self.cfg.learn.validate_every > 0
-            && seq.is_multiple_of(self.cfg.learn.validate_every)
+        if c.validate_every > 0
+            && seq.is_multiple_of(c.validate_every)
             && let Err(e) = self.metrics_line_locked(&w)
         {
             self.server_fault_after_merge(seq, &e);
@@ -749,7 +573,7 @@ impl Core {
 
     fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, CheckpointError> {
         let version = w.version();
-        let name = checkpoint::root(&self.run_dir).join(format!("ckpt-{version:012}"));
+        let name = checkpoint::dir(&self.run_dir, version);
         let mut queue = self.queue.lock().unwrap().clone();
         queue.release_all_leases();
         let totals = self.totals.lock().unwrap().clone();
@@ -786,11 +610,11 @@ impl Core {
         let v = if self.validation.is_empty() {
             None
         } else {
-            Some(validate(
+            Some(validation::validate(
                 &w.evaluator,
                 &self.validation,
-                &self.cfg.learn.loss(),
-                self.cfg.learn.validation_depth,
+                &self.cfg.learn.loss,
+                self.cfg.learn.validation.depth,
                 &self.validation_pool,
             ))
         };
@@ -806,7 +630,7 @@ impl Core {
             "mean_abs_eval_diff": v.map(|v| v.mean_abs_eval_diff),
             "elapsed_s": self.started.elapsed().as_secs_f64(),
         });
-        let path = self.run_dir.join(METRICS_NAME);
+        let path = self.run_dir.join(METRICS_FILE);
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -844,7 +668,7 @@ impl Core {
     }
 
     fn pattern_set(&self) -> Result<Option<PatternSet>, String> {
-        match &self.cfg.learn.patterns {
+        match &self.cfg.learn.init.patterns {
             Some(p) => Ok(Some(engine_core::eval::patterns::file::load(p).map_err(|e| e.to_string())?)),
             None => Ok(None),
         }

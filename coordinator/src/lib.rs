@@ -1,7 +1,8 @@
 //! Keima's coordinator: it owns the weights, hands out shards of work to workers, merges
 //! their gradients exactly once with the learner's sparse AdaGrad, checkpoints, and exports.
-//! Data flow: `config` → `queue` (shards, leases) → `service` (gRPC) → `core` (merge:
-//! `journal` first, then `weights_state`) → `checkpoint`; `metrics` serves counters.
+//! Data flow: `config` → `specs` → `queue` (shards, leases) → `service` (gRPC) → `core`
+//! (merge: `journal` first, then `weights_state`) → `checkpoint`; `metrics` serves
+//! counters; `legacy` reads what an older keima wrote.
 
 pub mod checkpoint;
 pub mod config;
@@ -10,10 +11,12 @@ pub mod error;
 pub mod fault;
 pub mod fsutil;
 pub mod journal;
+pub mod legacy;
 pub mod metrics;
 pub mod queue;
 pub mod run;
 pub mod service;
+pub mod specs;
 pub mod weights_state;
 
 pub use config::TrainConfig;

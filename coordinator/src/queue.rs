@@ -10,33 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What a shard asks a worker to do (mirrors the wire's lease kinds).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ShardSpec {
-    SelfPlay {
-        seed: u64,
-        games: u32,
-        openings: Vec<String>,
-        depth: i32,
-        nodes: u64,
-        random_moves: u32,
-        max_plies: u32,
-        eval_limit: i32,
-        write_minply: u32,
-    },
-    Teacher {
-        path: String,
-        start: u64,
-        count: u64,
-    },
-    Records {
-        paths: Vec<String>,
-        depth: i32,
-        nodes: u64,
-        unknown_result: i32,
-    },
-}
+/// What a shard asks a worker to do (converted to and from the wire by `keima_proto::spec`).
+pub use keima_proto::spec::ShardSpec;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

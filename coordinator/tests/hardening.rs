@@ -31,7 +31,7 @@ fn tmp(name: &str) -> tempfile::TempDir {
 /// Self-play shards (no input files needed: the pushes are made up by the test).
 fn config(run_dir: &Path, shards: u64, keep_records: bool, checkpoint_every: u64) -> TrainConfig {
     TrainConfig::from_toml(&format!(
-        "run_dir = {run_dir:?}\n[selfplay]\nshards = {shards}\ngames_per_shard = 2\nnodes = 100\n\
+        "run_dir = {run_dir:?}\n[selfplay]\nshards = {shards}\ngames_per_shard = 2\nlimit = {{ nodes = 100 }}\n\
          [coordinator]\nlisten = \"127.0.0.1:0\"\nmetrics_listen = \"\"\ncheckpoint_every = {checkpoint_every}\n\
          keep_checkpoints = 2\nkeep_teacher_records = {keep_records}\nexport = false\n[local_workers]\ncount = 0\n"
     ))

@@ -2,7 +2,9 @@
 //! → search → teacher → gradient → merge. Nothing here knows about networks, and no module
 //! decides where files live: callers pass paths or readers.
 
+pub mod config;
 pub mod eval;
+pub mod fsutil;
 pub mod learn;
 pub mod mmap;
 pub mod play;

@@ -4,7 +4,8 @@ use engine_core::eval::Evaluator;
 use engine_core::records::{GameRecord, Outcome, load_file};
 use engine_core::rules::{Color, Position};
 use engine_core::teacher::gensfen::{
-    GensfenConfig, GensfenStats, Opening, SearchLimit, UnknownResult, Worker, run_records, run_selfplay,
+    GensfenConfig, GensfenStats, Opening, SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult, Worker,
+    run_records, run_selfplay,
 };
 use engine_core::teacher::{PackedSfenValue, ShardReader, ShardSettings, ShardWriter, TeacherRecord};
 use std::path::{Path, PathBuf};
@@ -25,13 +26,13 @@ fn tmp_dir(name: &str) -> tempfile::TempDir {
 
 fn small_config(seed: u64) -> GensfenConfig {
     GensfenConfig {
-        limit: SearchLimit::Depth(2),
-        eval_limit: 3000,
-        write_minply: 8,
-        max_ply: 60,
-        random_moves: 4,
-        random_min_ply: 1,
-        random_max_ply: 12,
+        search: TeacherSearch {
+            limit: SearchLimit::Depth(2),
+            eval_limit: 3000,
+            write_minply: 8,
+            ..TeacherSearch::default()
+        },
+        play: SelfPlayGames { max_ply: 60, random_moves: 4, random_min_ply: 1, random_max_ply: 12 },
         seed,
         ..GensfenConfig::default()
     }
@@ -104,7 +105,7 @@ fn selfplay_writes_valid_consistent_records() {
     assert!(stats.average_plies() > 8.0 && stats.average_plies() <= 60.0, "{stats}");
     let records = read_back(&path);
     assert_eq!(records.len() as u64, stats.positions_written);
-    check_records(&records, cfg.write_minply, cfg.eval_limit as i16);
+    check_records(&records, cfg.search.write_minply, cfg.search.eval_limit as i16);
     let games = split_games(&records);
     assert!(games.len() <= 4 && !games.is_empty());
     for game in games {
@@ -128,7 +129,8 @@ fn same_seed_same_bytes_any_thread_count() {
     let dir = tmp.path();
     let (a, b, c, d) =
         (dir.join("a.psv.zst"), dir.join("b.psv.zst"), dir.join("c.psv.zst"), dir.join("d.psv.zst"));
-    let cfg = GensfenConfig { limit: SearchLimit::Nodes(300), ..small_config(7) };
+    let mut cfg = small_config(7);
+    cfg.search.limit = SearchLimit::Nodes(300);
     let sa = selfplay_shard(&a, &cfg, &[], 4, 1);
     let sb = selfplay_shard(&b, &cfg, &[], 4, 1);
     let sc = selfplay_shard(&c, &cfg, &[], 4, 2);
@@ -146,7 +148,8 @@ fn duplicate_openings_are_deduplicated() {
     let line = "startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c 3i4h 3a3b";
     let opening = Opening::parse_usi(line).unwrap();
     // No random moves and a fixed depth: every game is the same game.
-    let cfg = GensfenConfig { random_moves: 0, ..small_config(3) };
+    let mut cfg = small_config(3);
+    cfg.play.random_moves = 0;
     let mut one: Vec<PackedSfenValue> = Vec::new();
     let (_, single) =
         run_selfplay(&mut workers(1), &cfg, std::slice::from_ref(&opening), 1, &mut one, |_| {}).unwrap();
@@ -170,7 +173,8 @@ fn eval_limit_adjudicates() {
     // Black is a rook and a bishop up: with a low eval limit the first search ends the game.
     let start = Position::from_sfen("lnsgkgsnl/9/ppppppppp/9/9/9/PPPPPPPPP/9/LNSGKGSNL b RB 1").unwrap();
     let opening = Opening { start, moves: Vec::new() };
-    let cfg = GensfenConfig { random_moves: 0, write_minply: 1, eval_limit: 500, ..small_config(1) };
+    let mut cfg = small_config(1);
+    (cfg.play.random_moves, cfg.search.write_minply, cfg.search.eval_limit) = (0, 1, 500);
     let mut out: Vec<PackedSfenValue> = Vec::new();
     let (_, stats) = run_selfplay(&mut workers(1), &cfg, &[opening], 1, &mut out, |_| {}).unwrap();
     assert_eq!(stats.end_eval_limit, 1, "{stats}");
@@ -221,7 +225,8 @@ fn record_replay_keeps_the_game_result() {
     let mut unknown = records[0].clone();
     unknown.result.outcome = Outcome::Unknown;
     records.push(unknown);
-    let cfg = GensfenConfig { limit: SearchLimit::Depth(1), write_minply: 16, ..GensfenConfig::default() };
+    let search = TeacherSearch { limit: SearchLimit::Depth(1), write_minply: 16, ..TeacherSearch::default() };
+    let cfg = GensfenConfig { search, ..GensfenConfig::default() };
     let tmp = tmp_dir("records");
     let dir = tmp.path();
     let path = dir.join("r.psv.zst");
@@ -260,7 +265,8 @@ fn record_replay_keeps_the_game_result() {
 #[test]
 fn unknown_results_of_real_records() {
     let records = pro_records(2);
-    let cfg = GensfenConfig { limit: SearchLimit::Depth(1), ..GensfenConfig::default() };
+    let search = TeacherSearch { limit: SearchLimit::Depth(1), ..TeacherSearch::default() };
+    let cfg = GensfenConfig { search, ..GensfenConfig::default() };
     let mut out: Vec<PackedSfenValue> = Vec::new();
     let (_, stats) = run_records(&mut workers(1), &cfg, &records, &mut out, |_| {}).unwrap();
     assert_eq!((stats.games, stats.skipped_unknown_result_games), (0, 2));
@@ -288,7 +294,8 @@ fn checkmate_ends_the_game_for_the_mating_side() {
     // Black mates with G*5b; with a high eval limit the game is played out to the mate.
     let start = Position::from_sfen("4k4/9/4P4/9/9/9/9/9/4K4 b G 1").unwrap();
     let opening = Opening { start, moves: Vec::new() };
-    let cfg = GensfenConfig { random_moves: 0, write_minply: 1, eval_limit: 40_000, ..small_config(1) };
+    let mut cfg = small_config(1);
+    (cfg.play.random_moves, cfg.search.write_minply, cfg.search.eval_limit) = (0, 1, 40_000);
     let mut out: Vec<PackedSfenValue> = Vec::new();
     let (_, stats) = run_selfplay(&mut workers(1), &cfg, &[opening], 1, &mut out, |_| {}).unwrap();
     assert_eq!((stats.end_no_legal_move, stats.black_wins, stats.total_plies), (1, 1, 1), "{stats}");

@@ -176,23 +176,23 @@ fn factored_training_exports_what_it_trained() {
     let dir = tmp.path();
     let train = dir.join("train.shard");
     write_shard(&train, &game_records(20, 60, 1));
-    let cfg = LearnConfig {
+    let mut cfg = LearnConfig {
         shards: vec![train.to_string_lossy().into_owned()],
-        validation: Some(train.to_string_lossy().into_owned()),
-        validation_max: 300,
         out_dir: dir.join("run"),
         batch_size: 100,
-        eta: 4.0,
-        eta_turn: 1.0,
-        lambda: 0.5,
         epochs: 2,
         shuffle_buffer: 400,
         eval_every: 0,
         threads: 2,
         seed: 3,
-        factors: ALL,
         ..LearnConfig::default()
     };
+    cfg.learn.validation.shard = Some(train.clone());
+    cfg.learn.validation.max_records = 300;
+    cfg.learn.adagrad.eta = 4.0;
+    cfg.learn.adagrad.eta_turn = 1.0;
+    cfg.learn.loss.lambda = 0.5;
+    cfg.learn.init.factors = ALL;
     let mut t = Trainer::new(cfg.clone()).unwrap();
     let before = t.validate();
     let after = t.run(&mut |_| {}).unwrap();

@@ -8,9 +8,12 @@ use engine_core::eval::bona_piece::FE_END;
 use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::eval::{Evaluator, KpptTables};
 use engine_core::learn::adagrad::{self, AdaGradConfig, Quantized};
+use engine_core::learn::checkpoint::{self, CheckpointError};
+use engine_core::learn::config::{LearnSettings, LossConfig, ValidationConfig};
 use engine_core::learn::export::export_kppt;
+use engine_core::learn::trainer::LearnCheckpoint;
 use engine_core::learn::weights::{self, WeightFile, WeightsError, kpp_index};
-use engine_core::learn::{LearnConfig, Trainer, checkpoint};
+use engine_core::learn::{LearnConfig, Trainer};
 use learn_util::{game_records, tmp_dir, to_records, write_shard};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -19,15 +22,14 @@ use std::sync::Arc;
 fn config(dir: &Path, train: &Path, val: &Path) -> LearnConfig {
     LearnConfig {
         shards: vec![train.to_string_lossy().into_owned()],
-        validation: Some(val.to_string_lossy().into_owned()),
-        validation_max: 200,
-        validation_depth: 1,
         out_dir: dir.join("run"),
         batch_size: 100,
-        eta: 16.0,
-        eta_turn: 4.0,
-        lambda: 0.5,
-        eval_limit: 3000,
+        learn: LearnSettings {
+            validation: ValidationConfig { shard: Some(val.to_path_buf()), max_records: 200, depth: 1 },
+            adagrad: AdaGradConfig { eta: 16.0, eta_turn: 4.0, ..AdaGradConfig::default() },
+            loss: LossConfig { lambda: 0.5, eval_limit: 3000, ..LossConfig::default() },
+            ..LearnSettings::default()
+        },
         epochs: 1,
         shuffle_buffer: 500,
         eval_every: 4,
@@ -105,10 +107,10 @@ fn training_lowers_the_loss_and_export_round_trips() {
     let (train, val) = data(dir);
     let mut cfg = config(dir, &train, &val);
     // Fit the training shard itself: 1,200 positions cannot generalise to other games.
-    cfg.validation = Some(train.to_string_lossy().into_owned());
-    cfg.validation_max = 400;
-    cfg.eta = 4.0;
-    cfg.eta_turn = 1.0;
+    cfg.learn.validation.shard = Some(train.clone());
+    cfg.learn.validation.max_records = 400;
+    cfg.learn.adagrad.eta = 4.0;
+    cfg.learn.adagrad.eta_turn = 1.0;
     cfg.epochs = 3;
     let mut t = Trainer::new(cfg.clone()).unwrap();
     let before = t.validate();
@@ -223,15 +225,25 @@ fn resume_from_a_checkpoint_is_bit_exact() {
     let wk = newest.join("weights.kw");
     let len = std::fs::metadata(&wk).unwrap().len();
     flip_byte(&wk, len - 1000, 0x55);
-    let err = checkpoint::load(&newest).unwrap_err();
-    assert!(err.contains("checksum"), "{err}");
-    let (found, warnings) = checkpoint::find(&cfg.out_dir).unwrap();
-    assert_eq!(found, ckpts[0]);
-    assert_eq!(warnings.len(), 1);
+    let err = checkpoint::load::<LearnCheckpoint>(&newest).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            CheckpointError::Weights {
+                source: WeightsError::BadDataChecksum { .. } | WeightsError::BadChecksum { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let found = checkpoint::find::<LearnCheckpoint>(&cfg.out_dir).unwrap();
+    assert_eq!(found.dir, ckpts[0]);
+    assert_eq!(found.skipped.len(), 1);
     // A truncated one too.
     let f = std::fs::OpenOptions::new().write(true).open(&wk).unwrap();
     f.set_len(len - 16).unwrap();
-    assert!(checkpoint::load(&newest).unwrap_err().contains("truncated"));
+    let err = checkpoint::load::<LearnCheckpoint>(&newest).err().unwrap();
+    assert!(matches!(err, CheckpointError::Weights { source: WeightsError::Truncated { .. }, .. }), "{err}");
 }
 
 /// Rewriting a checkpoint of the same number never deletes the complete one first: a
@@ -259,9 +271,9 @@ fn a_crash_while_rewriting_a_checkpoint_keeps_it() {
     std::fs::rename(&ckpt, &aside).unwrap();
     std::fs::create_dir(root.join(format!("{name}.tmp"))).unwrap();
     assert!(checkpoint::list(&cfg.out_dir).is_empty(), "neither .old nor .tmp counts as a checkpoint");
-    let (found, warnings) = checkpoint::find(&cfg.out_dir).unwrap();
-    assert_eq!((found.clone(), warnings.len()), (ckpt.clone(), 0));
-    checkpoint::load(&found).unwrap();
+    let found = checkpoint::find::<LearnCheckpoint>(&cfg.out_dir).unwrap();
+    assert_eq!((found.dir.clone(), found.skipped.len()), (ckpt.clone(), 0));
+    checkpoint::load::<LearnCheckpoint>(&found.dir).unwrap();
     let left: Vec<String> = std::fs::read_dir(&root)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -269,8 +281,8 @@ fn a_crash_while_rewriting_a_checkpoint_keeps_it() {
     assert_eq!(left, vec![name.clone()], "only the complete checkpoint is left");
     // The moment after the second rename: both complete; the .old one is dropped.
     copy_dir(&ckpt, &aside);
-    let (found, _) = checkpoint::find(&cfg.out_dir).unwrap();
-    assert_eq!(found, ckpt);
+    let found = checkpoint::find::<LearnCheckpoint>(&cfg.out_dir).unwrap();
+    assert_eq!(found.dir, ckpt);
     assert!(!aside.exists());
     // A real rewrite of the same number replaces it and leaves nothing else.
     use std::os::unix::fs::MetadataExt;
@@ -283,7 +295,7 @@ fn a_crash_while_rewriting_a_checkpoint_keeps_it() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left, vec![name], "{left:?}");
-    checkpoint::load(&ckpt).unwrap();
+    checkpoint::load::<LearnCheckpoint>(&ckpt).unwrap();
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
@@ -416,7 +428,7 @@ fn train_kpp_false_leaves_kpp_weights_untouched() {
     let batch = &recs[..100];
     let g = {
         let ev = t.evaluator().clone();
-        gradient::batch_gradient(&ev, batch, &cfg.loss(), false)
+        gradient::batch_gradient(&ev, batch, &cfg.learn.loss, false)
     };
     t.train_batch(batch);
     let r = t.weights().records();

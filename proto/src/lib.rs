@@ -1,10 +1,12 @@
 //! Keima's wire contract: the gRPC service generated from `proto/keima.proto` (module
-//! `v1`), the protocol version, the encoding of sparse payloads (`sparse`), and the
-//! checks a receiver applies (`checks`). Nothing here knows about weights or search.
+//! `v1`), the protocol version, the encoding of sparse payloads (`sparse`), the checks a
+//! receiver applies (`checks`), and the one conversion between a shard's work and
+//! engine-core's settings types (`spec`). Nothing here knows about weights or search.
 
 pub mod checks;
 pub mod seal;
 pub mod sparse;
+pub mod spec;
 
 /// Generated messages, client and server of `keima.v1`.
 pub mod v1 {
@@ -13,7 +15,8 @@ pub mod v1 {
 
 /// Bumped on any incompatible change of the messages, of the sparse layout or of the push
 /// checksum. 2: the push checksum also covers the header and the statistics (`seal`).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: a shard's teacher settings are `TeacherSearch` and `SelfPlayGames` (`spec`).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest gRPC message either side accepts (one chunk plus headers; chunks hold at most
 /// `sparse::ENTRIES_PER_CHUNK` entries, about 1 MiB).

@@ -38,7 +38,7 @@ impl LocalWeights {
             fe_end: engine_core::eval::bona_piece::FE_END as u32,
             features: PATTERN_BASE as u64 + n,
             patterns: n,
-            pattern_hash: patterns.as_ref().map_or(0, engine_core::learn::trainer::pattern_hash),
+            pattern_hash: patterns.as_ref().map_or(0, engine_core::learn::init::pattern_hash),
         };
         keima_proto::checks::layout(Some(&layout), &expect)?;
         let evaluator = Evaluator {

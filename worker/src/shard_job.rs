@@ -3,12 +3,11 @@
 //! gradient of the learner's loss over them, with the weights the lease asked for.
 
 use engine_core::eval::Evaluator;
-use engine_core::learn::gradient::{LossConfig, batch_gradient};
-use engine_core::teacher::gensfen::{
-    self, GensfenConfig, GensfenStats, Opening, SearchLimit, UnknownResult, run_records, run_selfplay,
-};
+use engine_core::learn::gradient::batch_gradient;
+use engine_core::teacher::gensfen::{self, GensfenConfig, GensfenStats, Opening, run_records, run_selfplay};
 use engine_core::teacher::{PackedSfenValue, ShardReader, TeacherRecord};
-use keima_proto::v1::{self, lease::Kind};
+use keima_proto::spec::{ShardSpec, lease_work};
+use keima_proto::v1;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -19,16 +18,6 @@ pub struct ShardOutput {
     pub gradient: Vec<(u32, [f32; 2])>,
     pub records: Vec<u8>,
     pub stats: v1::ShardStats,
-}
-
-fn limit(depth: i32, nodes: u64) -> Result<SearchLimit, String> {
-    if depth > 0 {
-        Ok(SearchLimit::Depth(depth))
-    } else if nodes > 0 {
-        Ok(SearchLimit::Nodes(nodes))
-    } else {
-        Err("the lease gives neither depth nor nodes".into())
-    }
 }
 
 fn to_teacher(psvs: &[PackedSfenValue]) -> Vec<TeacherRecord> {
@@ -60,48 +49,28 @@ pub fn run(
     progress: &AtomicU64,
 ) -> Result<ShardOutput, String> {
     let started = Instant::now();
-    let loss = lease.loss.ok_or("the lease has no loss settings")?;
-    let loss = LossConfig { lambda: loss.lambda, eval_limit: loss.eval_limit, skip_draws: loss.skip_draws };
-    if !(0.0..=1.0).contains(&loss.lambda) {
-        return Err(format!("the lease's lambda {} is outside [0, 1]", loss.lambda));
-    }
+    let (spec, loss) = lease_work(lease).map_err(|e| e.to_string())?;
     let mut stats = GensfenStats::default();
-    let (records, psvs): (Vec<TeacherRecord>, Vec<PackedSfenValue>) = match lease.kind.as_ref() {
-        Some(Kind::Selfplay(s)) => {
-            let openings = s.openings.iter().map(|l| Opening::parse_usi(l)).collect::<Result<Vec<_>, _>>()?;
-            let cfg = GensfenConfig {
-                limit: limit(s.depth, s.nodes)?,
-                eval_limit: s.eval_limit,
-                write_minply: s.write_minply,
-                max_ply: s.max_plies,
-                random_moves: s.random_moves,
-                seed: s.seed,
-                ..GensfenConfig::default()
-            };
-            let mut workers = searchers(evaluator, threads, s.games as usize);
-            let (psvs, st) = run_selfplay(&mut workers, &cfg, &openings, s.games as u64, Vec::new(), |st| {
+    let (records, psvs): (Vec<TeacherRecord>, Vec<PackedSfenValue>) = match &spec {
+        ShardSpec::SelfPlay { seed, games, openings, search, play } => {
+            let cfg = GensfenConfig::selfplay(*search, *play, *seed);
+            let openings = openings.iter().map(|l| Opening::parse_usi(l)).collect::<Result<Vec<_>, _>>()?;
+            let mut workers = searchers(evaluator, threads, *games as usize);
+            let (psvs, st) = run_selfplay(&mut workers, &cfg, &openings, *games as u64, Vec::new(), |st| {
                 progress.store(st.positions_written, Ordering::Relaxed)
             })
             .map_err(|e| e.to_string())?;
             stats = st;
             (to_teacher(&psvs), psvs)
         }
-        Some(Kind::Records(r)) => {
+        ShardSpec::Records { paths, search, unknown_result } => {
+            let cfg = GensfenConfig::records(*search, *unknown_result);
             let mut games = Vec::new();
-            for p in &r.paths {
+            for p in paths {
                 games.extend(
                     engine_core::records::load_file(std::path::Path::new(p)).map_err(|e| e.to_string())?,
                 );
             }
-            let cfg = GensfenConfig {
-                limit: limit(r.depth, r.nodes)?,
-                unknown_result: match r.unknown_result {
-                    1 => UnknownResult::Draw,
-                    2 => UnknownResult::LastMoverWins,
-                    _ => UnknownResult::Skip,
-                },
-                ..GensfenConfig::default()
-            };
             let mut workers = searchers(evaluator, threads, games.len());
             let (psvs, st) = run_records(&mut workers, &cfg, &games, Vec::new(), |st| {
                 progress.store(st.positions_written, Ordering::Relaxed)
@@ -110,14 +79,15 @@ pub fn run(
             stats = st;
             (to_teacher(&psvs), psvs)
         }
-        Some(Kind::Teacher(t)) => {
-            let mut reader = ShardReader::open(&t.path).map_err(|e| e.to_string())?;
-            let mut recs = Vec::with_capacity(t.count.min(1 << 22) as usize);
+        ShardSpec::Teacher { path, start, count } => {
+            let (start, count) = (*start, *count);
+            let mut reader = ShardReader::open(path).map_err(|e| e.to_string())?;
+            let mut recs = Vec::with_capacity(count.min(1 << 22) as usize);
             let mut seen = 0u64;
-            while (recs.len() as u64) < t.count {
+            while (recs.len() as u64) < count {
                 match reader.next_record().map_err(|e| e.to_string())? {
                     Some(r) => {
-                        if seen >= t.start {
+                        if seen >= start {
                             recs.push(r);
                         }
                         seen += 1;
@@ -125,19 +95,16 @@ pub fn run(
                     None => break,
                 }
             }
-            if recs.len() as u64 != t.count {
+            if recs.len() as u64 != count {
                 return Err(format!(
-                    "{}: records {}..{} asked for, only {} found: the file changed since the run started",
-                    t.path,
-                    t.start,
-                    t.start + t.count,
-                    t.start + recs.len() as u64
+                    "{path}: records {start}..{} asked for, only {} found: the file changed since the run started",
+                    start + count,
+                    start + recs.len() as u64
                 ));
             }
             progress.store(recs.len() as u64, Ordering::Relaxed);
             (recs, Vec::new())
         }
-        None => return Err("the lease has no work kind (a newer coordinator?)".into()),
     };
     let pool =
         rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().map_err(|e| e.to_string())?;

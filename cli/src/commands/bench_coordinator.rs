@@ -5,7 +5,9 @@
 use super::CommandResult;
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient::{LossConfig, batch_gradient};
-use engine_core::teacher::gensfen::{GensfenConfig, SearchLimit, Worker, run_selfplay};
+use engine_core::teacher::gensfen::{
+    GensfenConfig, SearchLimit, SelfPlayGames, TeacherSearch, Worker, run_selfplay,
+};
 use engine_core::teacher::{ShardReader, ShardSettings, ShardWriter};
 use keima_coordinator::TrainConfig;
 use keima_coordinator::config::{StalePolicy, TeacherSection};
@@ -27,12 +29,11 @@ pub fn run(workers: usize, pushes: u64, positions: usize, json: bool) -> Command
 fn bench(dir: &std::path::Path, workers: usize, pushes: u64, positions: usize, json: bool) -> CommandResult {
     // Real teacher positions (self-play, material evaluation) and their real gradient.
     let ev = Arc::new(Evaluator::material_only());
-    let cfg = GensfenConfig {
-        limit: SearchLimit::Nodes(300),
-        random_moves: 8,
-        seed: 11,
-        ..GensfenConfig::default()
-    };
+    let cfg = GensfenConfig::selfplay(
+        TeacherSearch { limit: SearchLimit::Nodes(300), ..TeacherSearch::default() },
+        SelfPlayGames { random_moves: 8, ..SelfPlayGames::default() },
+        11,
+    );
     let mut searchers = vec![Worker::new(ev.clone(), 16)];
     let mut records = Vec::new();
     let mut games = 0;

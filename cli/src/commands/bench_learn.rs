@@ -8,7 +8,9 @@ use super::CommandResult;
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient;
 use engine_core::learn::{LearnConfig, Trainer};
-use engine_core::teacher::gensfen::{GensfenConfig, Opening, SearchLimit, Worker, run_selfplay};
+use engine_core::teacher::gensfen::{
+    GensfenConfig, Opening, SearchLimit, SelfPlayGames, TeacherSearch, Worker, run_selfplay,
+};
 use engine_core::teacher::{PackedSfenValue, ShardReader, ShardSettings, ShardWriter, TeacherRecord};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,13 +53,11 @@ fn generate_shard(path: &Path, positions: usize, threads: usize) -> Result<(), S
         Ok(text) => text.lines().filter_map(|l| Opening::parse_usi(l).ok()).collect(),
         Err(_) => Vec::new(),
     };
-    let cfg = GensfenConfig {
-        limit: SearchLimit::Nodes(1000),
-        write_minply: 25,
-        random_moves: if openings.is_empty() { 8 } else { 0 },
-        seed: 7,
-        ..GensfenConfig::default()
-    };
+    let cfg = GensfenConfig::selfplay(
+        TeacherSearch { limit: SearchLimit::Nodes(1000), write_minply: 25, ..TeacherSearch::default() },
+        SelfPlayGames { random_moves: if openings.is_empty() { 8 } else { 0 }, ..SelfPlayGames::default() },
+        7,
+    );
     let evaluator = Arc::new(Evaluator::material_only());
     let mut workers: Vec<Worker> = (0..threads.max(1)).map(|_| Worker::new(evaluator.clone(), 4)).collect();
     let mut out: Vec<PackedSfenValue> = Vec::new();
@@ -126,7 +126,7 @@ fn measure(
     // Gradient phase alone, on the first batch with the initial weights.
     let first = &records[..batch.min(records.len())];
     let ev: Arc<Evaluator> = trainer.evaluator().clone();
-    let loss = cfg.loss();
+    let loss = cfg.learn.loss;
     let (t, c) = (Instant::now(), cpu_seconds());
     let g = pool.install(|| gradient::batch_gradient(&ev, first, &loss, true));
     let gradient_s = t.elapsed().as_secs_f64();

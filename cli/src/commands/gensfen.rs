@@ -8,7 +8,8 @@ use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::eval::patterns::file as pattern_file;
 use engine_core::records::{GameRecord, load_file};
 use engine_core::teacher::gensfen::{
-    GensfenConfig, GensfenStats, Opening, SearchLimit, UnknownResult, Worker, run_records, run_selfplay,
+    GensfenConfig, GensfenStats, Opening, SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult, Worker,
+    run_records, run_selfplay,
 };
 use engine_core::teacher::{ShardSettings, ShardWriter, manifest_path};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -157,19 +158,23 @@ pub fn run(args: GensfenArgs) -> CommandResult {
     let evaluator = Arc::new(evaluator);
 
     let cfg = GensfenConfig {
-        limit,
-        eval_limit: args.eval_limit,
-        write_minply: args.write_minply,
-        max_ply: args.max_ply,
-        random_moves: args.random_moves,
-        random_min_ply: args.random_min_ply,
-        random_max_ply: args.random_max_ply,
+        search: TeacherSearch {
+            limit,
+            eval_limit: args.eval_limit,
+            write_minply: args.write_minply,
+            dedupe_bits: args.dedupe_bits,
+        },
+        play: SelfPlayGames {
+            max_ply: args.max_ply,
+            random_moves: args.random_moves,
+            random_min_ply: args.random_min_ply,
+            random_max_ply: args.random_max_ply,
+        },
         unknown_result: match args.unknown_result {
             UnknownArg::Skip => UnknownResult::Skip,
             UnknownArg::Draw => UnknownResult::Draw,
             UnknownArg::LastMoverWins => UnknownResult::LastMoverWins,
         },
-        dedupe_bits: args.dedupe_bits,
         seed: args.seed,
     };
 

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct LearnArgs {
-    /// TOML config (see configs/quickstart.toml for every key).
+    /// TOML config (see configs/learn-demo.toml and configs/learn-full.toml).
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     config: Option<PathBuf>,
     /// Continue from a checkpoint directory, or from the newest valid checkpoint of a run.
@@ -75,8 +75,8 @@ pub fn run(a: LearnArgs) -> CommandResult {
         metrics.test_loss,
         metrics.move_agreement,
         metrics.mean_abs_eval_diff,
-        trainer.out_dir().join(engine_core::learn::trainer::WEIGHTS_NAME).display(),
-        trainer.out_dir().join(engine_core::learn::trainer::METRICS_NAME).display(),
+        trainer.out_dir().join(engine_core::learn::files::WEIGHTS_FILE).display(),
+        trainer.out_dir().join(engine_core::learn::files::METRICS_FILE).display(),
     );
     Ok(ExitCode::SUCCESS)
 }

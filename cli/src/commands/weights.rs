@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::eval::patterns::file as pattern_file;
 use engine_core::learn::factors::Factorization;
-use engine_core::learn::trainer::init_weights;
+use engine_core::learn::init::init_weights;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -6,27 +6,11 @@
 //! tables (`Quantized`) the searcher uses, so the eval that search sees during training is
 //! exactly the exported one (`quantize_*` are shared with the exporter).
 
+pub use super::config::AdaGradConfig;
 use super::weights::{Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, Record, decode_index, untri};
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::KpptTables;
 use crate::eval::patterns::PatternSet;
-
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct AdaGradConfig {
-    /// Step size of board parts (and patterns), in raw (FV_SCALE) weight units.
-    pub eta: f64,
-    /// Step size of turn (side-to-move) parts.
-    pub eta_turn: f64,
-    pub epsilon: f64,
-    /// η is multiplied by `eta_decay^updates` (1.0 = constant).
-    pub eta_decay: f64,
-}
-
-impl Default for AdaGradConfig {
-    fn default() -> Self {
-        AdaGradConfig { eta: 2.0, eta_turn: 0.5, epsilon: 1e-8, eta_decay: 1.0 }
-    }
-}
 
 #[inline]
 pub fn quantize_i32(w: f32) -> (i32, bool) {

@@ -1,208 +1,277 @@
-//! Checkpoints: a directory `ckpt-<updates, 12 digits>` under `<out>/checkpoints` holding
-//! `weights.kw` (weights, accumulators and counters; the header records a data checksum)
-//! and `state.json` (counters, data cursor, RNG, loss accumulators, the config). It is
-//! written as `ckpt-….tmp`, every file fsynced, then renamed and the parent fsynced, so a
-//! crash leaves either the old set or the new one (a checkpoint of the same number is
-//! moved aside first, never deleted before its replacement is in place). The last K are
-//! kept.
+//! Checkpoints of a run directory, for `keima learn` and `keima train` alike: a directory
+//! `checkpoints/ckpt-<number, 12 digits>` holding `weights.kw` (weights, accumulators and
+//! counters; its header records a data checksum) and `state.json` (what the caller stores:
+//! a [`CheckpointState`]).
+//!
+//! Writing never removes the last complete checkpoint before its replacement is in place:
+//! the new one is written as `ckpt-N.tmp`, every file fsynced; a checkpoint of the same
+//! number already on disk is renamed to `ckpt-N.old` (not deleted); `ckpt-N.tmp` is renamed
+//! to `ckpt-N` and the directory fsynced; only then is `ckpt-N.old` removed, and [`prune`]
+//! removes the checkpoints beyond the newest `keep`. [`recover`] (before looking for a
+//! checkpoint) finishes or undoes what a crash interrupted: it puts a `ckpt-N.old` back
+//! when `ckpt-N` is missing and removes `*.tmp` and surplus `*.old`.
 
-use super::trainer::{LearnConfig, TrainState};
-use super::weights::WeightFile;
-use std::fs::File;
+use super::files::{CHECKPOINTS_DIR, STATE_FILE, WEIGHTS_FILE};
+use super::weights::{WeightFile, WeightsError};
+use crate::fsutil::{IoError, fsync_dir};
 use std::path::{Path, PathBuf};
 
-pub const STATE_FILE: &str = "state.json";
-pub const WEIGHTS_FILE: &str = "weights.kw";
-pub const STATE_VERSION: u32 = 1;
+const PREFIX: &str = "ckpt-";
+const TMP_SUFFIX: &str = ".tmp";
 /// A checkpoint being replaced by one of the same number waits under this suffix.
 const OLD_SUFFIX: &str = ".old";
 
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct CheckpointState {
-    pub version: u32,
-    pub state: TrainState,
-    pub config: LearnConfig,
-    /// The data checksum of `weights.kw` (also in its header).
-    pub weights_checksum: u64,
-    pub created_unix: u64,
+/// What a checkpoint's `state.json` holds for this module: the weights it belongs to.
+pub trait CheckpointState: Sized {
+    /// Reads `state.json` (an older format too, migrated, or an error naming the format).
+    fn from_json(bytes: &[u8]) -> Result<Self, StateError>;
+    /// The checkpoint's number: the weights' update counter when it was written.
+    fn number(&self) -> u64;
+    /// The data checksum of the weights it was written with.
+    fn weights_checksum(&self) -> u64;
 }
 
-fn fsync_dir(dir: &Path) -> Result<(), String> {
-    File::open(dir).and_then(|f| f.sync_all()).map_err(|e| format!("fsync {}: {e}", dir.display()))
+/// Why a `state.json` does not read.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// Not JSON, or not a state of this kind (its config included).
+    #[error("corrupt state file: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("state format {found} (this build reads {readable})")]
+    Format { found: u64, readable: &'static str },
 }
 
-pub fn checkpoints_root(out_dir: &Path) -> PathBuf {
-    out_dir.join("checkpoints")
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("checkpoint: {0}")]
+    Io(#[from] IoError),
+    #[error("checkpoint {}: {source}", dir.display())]
+    Weights { dir: PathBuf, source: WeightsError },
+    #[error("checkpoint {}: {source}", dir.display())]
+    State { dir: PathBuf, source: StateError },
+    #[error("checkpoint {}: the weights do not belong to its state file", dir.display())]
+    Mismatch { dir: PathBuf },
+    #[error("checkpoint state: {0}")]
+    Encode(serde_json::Error),
+    #[error("{}: neither a checkpoint nor a run directory with checkpoints", path.display())]
+    NotFound { path: PathBuf },
+    #[error("{}: no valid checkpoint ({}): {}", path.display(), skipped.len(), skipped.join("; "))]
+    NoneValid { path: PathBuf, skipped: Vec<String> },
 }
 
-/// Writes a checkpoint; returns its directory. Prunes to the newest `keep` (0 = keep all).
-pub fn write(
-    out_dir: &Path,
-    weights: &mut WeightFile,
-    state: &TrainState,
-    config: &LearnConfig,
-    keep: usize,
-) -> Result<PathBuf, String> {
-    write_dir(out_dir, state.updates, weights, keep, |weights_checksum| {
-        let cs = CheckpointState {
-            version: STATE_VERSION,
-            state: state.clone(),
-            config: config.clone(),
-            weights_checksum,
-            created_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-        };
-        serde_json::to_vec_pretty(&cs).map_err(|e| e.to_string())
-    })
+/// The steps of [`write_dir`], each reported to its caller when done (crash tests stop
+/// there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// `ckpt-N.tmp/weights.kw` is written.
+    WeightsCopied,
+    /// `ckpt-N.tmp/state.json` is written and the directory fsynced.
+    StateWritten,
+    /// A complete `ckpt-N` of the same number was renamed to `ckpt-N.old`.
+    OldMovedAside,
+    /// `ckpt-N.tmp` is `ckpt-N` (the parent fsynced); `ckpt-N.old` not yet removed.
+    Renamed,
 }
 
-/// Writes the checkpoint directory `ckpt-<number, 12 digits>` under `<run_dir>/checkpoints`
-/// (used by `keima learn`): `weights.kw` (sealed, copied sparsely) and `state.json` from
-/// `state_json(data checksum of the weights)`. Written as `….tmp`, every file fsynced,
-/// renamed, the parent fsynced; then pruned to the newest `keep` (0 = keep all). A
-/// checkpoint of the same number already there is moved aside to `….old` and removed
-/// only once the new one is in place ([`recover`] finishes the job after a crash).
-/// Returns the directory.
-pub fn write_dir(
+/// `<run_dir>/checkpoints`.
+pub fn root(run_dir: &Path) -> PathBuf {
+    run_dir.join(CHECKPOINTS_DIR)
+}
+
+fn dir_name(number: u64) -> String {
+    format!("{PREFIX}{number:012}")
+}
+
+/// The directory of checkpoint `number` of `run_dir` (whether or not it exists).
+pub fn dir(run_dir: &Path, number: u64) -> PathBuf {
+    root(run_dir).join(dir_name(number))
+}
+
+/// The number of a complete checkpoint directory's name (`ckpt-` and 12 digits, nothing
+/// else: not `.tmp`, not `.old`).
+pub fn version_of(dir: &Path) -> Option<u64> {
+    let digits = dir.file_name()?.to_str()?.strip_prefix(PREFIX)?;
+    if digits.len() == 12 && digits.bytes().all(|b| b.is_ascii_digit()) { digits.parse().ok() } else { None }
+}
+
+/// Writes the checkpoint `number` of `run_dir`: `weights.kw` (sealed, copied sparsely) and
+/// `state.json` from `state_json(data checksum of the weights)`, in the order of the module
+/// doc. `after` sees each [`Step`] once it is done and may stop the write there. Returns
+/// the directory. Pruning is the caller's ([`prune`]).
+pub fn write_dir<E: From<CheckpointError>>(
     run_dir: &Path,
     number: u64,
     weights: &mut WeightFile,
-    keep: usize,
-    state_json: impl FnOnce(u64) -> Result<Vec<u8>, String>,
-) -> Result<PathBuf, String> {
-    let root = checkpoints_root(run_dir);
-    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let name = format!("ckpt-{number:012}");
+    state_json: impl FnOnce(u64) -> Result<Vec<u8>, serde_json::Error>,
+    mut after: impl FnMut(Step) -> Result<(), E>,
+) -> Result<PathBuf, E> {
+    let io = |e: IoError| E::from(CheckpointError::Io(e));
+    let root = root(run_dir);
+    std::fs::create_dir_all(&root).map_err(IoError::at("create directory", &root)).map_err(io)?;
+    let name = dir_name(number);
     let dir = root.join(&name);
-    let tmp = root.join(format!("{name}.tmp"));
+    let tmp = root.join(format!("{name}{TMP_SUFFIX}"));
+    let old = root.join(format!("{name}{OLD_SUFFIX}"));
     if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::remove_dir_all(&tmp)
+            .map_err(IoError::at("remove unfinished checkpoint", &tmp))
+            .map_err(io)?;
     }
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    weights.seal().map_err(|e| e.to_string())?;
-    weights.copy_sparse(&tmp.join(WEIGHTS_FILE)).map_err(|e| e.to_string())?;
-    let json = state_json(weights.header.data_checksum)?;
+    std::fs::create_dir_all(&tmp).map_err(IoError::at("create directory", &tmp)).map_err(io)?;
+    let weights_error = |source| E::from(CheckpointError::Weights { dir: tmp.clone(), source });
+    weights.seal().map_err(weights_error)?;
+    weights.copy_sparse(&tmp.join(WEIGHTS_FILE)).map_err(weights_error)?;
+    after(Step::WeightsCopied)?;
+    let json = state_json(weights.header.data_checksum).map_err(|e| E::from(CheckpointError::Encode(e)))?;
     {
         use std::io::Write;
         let p = tmp.join(STATE_FILE);
-        let mut f = File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        f.write_all(&json).and_then(|_| f.sync_all()).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut f = std::fs::File::create(&p).map_err(IoError::at("create", &p)).map_err(io)?;
+        f.write_all(&json).and_then(|_| f.sync_all()).map_err(IoError::at("write", &p)).map_err(io)?;
     }
-    fsync_dir(&tmp)?;
-    let aside = root.join(format!("{name}{OLD_SUFFIX}"));
+    fsync_dir(&tmp).map_err(io)?;
+    after(Step::StateWritten)?;
     if dir.exists() {
-        // Never delete the complete checkpoint before its replacement is in place.
-        if aside.exists() {
-            std::fs::remove_dir_all(&aside).map_err(|e| format!("{}: {e}", aside.display()))?;
+        // The same number again (e.g. the final checkpoint after a resume): keep the
+        // complete one until the new one has its name.
+        if old.exists() {
+            std::fs::remove_dir_all(&old)
+                .map_err(IoError::at("remove replaced checkpoint", &old))
+                .map_err(io)?;
         }
-        std::fs::rename(&dir, &aside).map_err(|e| format!("rename to {}: {e}", aside.display()))?;
-        fsync_dir(&root)?;
+        std::fs::rename(&dir, &old).map_err(IoError::at("move aside", &dir)).map_err(io)?;
+        fsync_dir(&root).map_err(io)?;
+        after(Step::OldMovedAside)?;
     }
-    std::fs::rename(&tmp, &dir).map_err(|e| format!("rename to {}: {e}", dir.display()))?;
-    fsync_dir(&root)?;
-    if aside.exists() {
-        std::fs::remove_dir_all(&aside).map_err(|e| format!("{}: {e}", aside.display()))?;
-    }
-    if keep > 0 {
-        let all = list(run_dir);
-        for old in all.iter().take(all.len().saturating_sub(keep)) {
-            let _ = std::fs::remove_dir_all(old);
-        }
+    std::fs::rename(&tmp, &dir).map_err(IoError::at("rename into place", &dir)).map_err(io)?;
+    fsync_dir(&root).map_err(io)?;
+    after(Step::Renamed)?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(IoError::at("remove replaced checkpoint", &old)).map_err(io)?;
     }
     Ok(dir)
 }
 
-/// Finished checkpoints of a run, oldest first.
-pub fn list(out_dir: &Path) -> Vec<PathBuf> {
-    let root = checkpoints_root(out_dir);
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.is_dir()
-                        && p.file_name().and_then(|f| f.to_str()).is_some_and(|n| {
-                            n.starts_with("ckpt-") && !n.ends_with(".tmp") && !n.ends_with(OLD_SUFFIX)
-                        })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+/// Removes the complete checkpoints beyond the newest `keep` (0 = keep all). Tries every
+/// one; returns the first failure.
+pub fn prune(run_dir: &Path, keep: usize) -> Result<(), IoError> {
+    if keep == 0 {
+        return Ok(());
+    }
+    let all = list(run_dir);
+    let mut result = Ok(());
+    for stale in all.iter().take(all.len().saturating_sub(keep)) {
+        if let Err(e) = std::fs::remove_dir_all(stale).map_err(IoError::at("remove old checkpoint", stale)) {
+            result = result.and(Err(e));
+        }
+    }
+    result
+}
+
+/// Complete checkpoint directories of a run, oldest first.
+pub fn list(run_dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root(run_dir))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && version_of(p).is_some())
+        .collect();
     v.sort();
     v
 }
 
-/// Reads and verifies a checkpoint directory (state, weight header, data checksum).
-pub fn load(dir: &Path) -> Result<(CheckpointState, WeightFile), String> {
-    let sp = dir.join(STATE_FILE);
-    let text = std::fs::read_to_string(&sp).map_err(|e| format!("checkpoint {}: {e}", sp.display()))?;
-    let cs: CheckpointState = serde_json::from_str(&text)
-        .map_err(|e| format!("checkpoint {}: corrupt state file: {e}", sp.display()))?;
-    if cs.version != STATE_VERSION {
-        return Err(format!(
-            "checkpoint {}: state version {} (expected {STATE_VERSION})",
-            dir.display(),
-            cs.version
-        ));
-    }
-    let w = WeightFile::open(&dir.join(WEIGHTS_FILE), true).map_err(|e| format!("checkpoint: {e}"))?;
-    if w.header.data_checksum != cs.weights_checksum || w.header.updates != cs.state.updates {
-        return Err(format!("checkpoint {}: weights do not belong to this state file", dir.display()));
-    }
-    Ok((cs, w))
-}
-
-/// Finishes what a crash during [`write_dir`] left: a checkpoint moved aside to `….old`
-/// whose replacement never arrived is put back; leftover `….old` and `….tmp` directories
-/// are removed.
-pub fn recover(out_dir: &Path) -> Result<(), String> {
-    let root = checkpoints_root(out_dir);
-    let Ok(entries) = std::fs::read_dir(&root) else { return Ok(()) };
-    let mut changed = false;
-    for entry in entries.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("ckpt-") {
+/// Repairs what a crash in [`write_dir`] left: `ckpt-N.old` goes back to `ckpt-N` when that
+/// is missing (it was complete), otherwise it and every `*.tmp` are removed. Returns what
+/// it did, for the log.
+pub fn recover(run_dir: &Path) -> Result<Vec<String>, IoError> {
+    let root = root(run_dir);
+    let Ok(entries) = std::fs::read_dir(&root) else { return Ok(Vec::new()) };
+    let mut names: Vec<String> =
+        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let mut done = Vec::new();
+    for name in names {
+        let path = root.join(&name);
+        if !name.starts_with(PREFIX) {
             continue;
         }
         if let Some(base) = name.strip_suffix(OLD_SUFFIX) {
             let complete = root.join(base);
             if complete.exists() {
-                std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                std::fs::remove_dir_all(&path).map_err(IoError::at("remove replaced checkpoint", &path))?;
+                done.push(format!("removed {} (replaced by {base})", path.display()));
             } else {
-                std::fs::rename(&path, &complete)
-                    .map_err(|e| format!("restore {}: {e}", complete.display()))?;
+                std::fs::rename(&path, &complete).map_err(IoError::at("restore checkpoint", &path))?;
+                done.push(format!("restored {} from {name} (a rewrite was interrupted)", complete.display()));
             }
-            changed = true;
-        } else if name.ends_with(".tmp") {
-            std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            changed = true;
+        } else if name.ends_with(TMP_SUFFIX) {
+            std::fs::remove_dir_all(&path).map_err(IoError::at("remove unfinished checkpoint", &path))?;
+            done.push(format!("removed unfinished checkpoint {}", path.display()));
         }
     }
-    if changed {
+    if !done.is_empty() {
         fsync_dir(&root)?;
     }
-    Ok(())
+    Ok(done)
 }
 
-/// Resolves `--resume PATH`: a checkpoint directory, or a run directory (its newest valid
-/// checkpoint; invalid newer ones are reported in the returned warnings and skipped).
-pub fn find(path: &Path) -> Result<(PathBuf, Vec<String>), String> {
-    if path.join(STATE_FILE).exists() {
-        return Ok((path.to_path_buf(), Vec::new()));
+/// Reads and verifies a checkpoint directory: the state reads, the weights open with their
+/// data checksum, and both belong together.
+pub fn load<S: CheckpointState>(dir: &Path) -> Result<(S, WeightFile), CheckpointError> {
+    let sp = dir.join(STATE_FILE);
+    let bytes = std::fs::read(&sp).map_err(IoError::at("read", &sp))?;
+    let state =
+        S::from_json(&bytes).map_err(|source| CheckpointError::State { dir: dir.to_path_buf(), source })?;
+    let w = WeightFile::open(&dir.join(WEIGHTS_FILE), true)
+        .map_err(|source| CheckpointError::Weights { dir: dir.to_path_buf(), source })?;
+    if w.header.data_checksum != state.weights_checksum() || w.header.updates != state.number() {
+        return Err(CheckpointError::Mismatch { dir: dir.to_path_buf() });
     }
-    recover(path)?;
+    Ok((state, w))
+}
+
+/// A checkpoint found by [`find`].
+pub struct Found<S> {
+    pub dir: PathBuf,
+    pub state: S,
+    pub weights: WeightFile,
+    /// What [`recover`] repaired first.
+    pub repairs: Vec<String>,
+    /// Newer checkpoints that did not load, why.
+    pub skipped: Vec<String>,
+}
+
+/// Resolves `--resume PATH`: a checkpoint directory, or a run directory (repaired with
+/// [`recover`], then its newest checkpoint that loads; newer ones that do not are listed in
+/// `skipped`).
+pub fn find<S: CheckpointState>(path: &Path) -> Result<Found<S>, CheckpointError> {
+    if path.join(STATE_FILE).is_file() {
+        let (state, weights) = load(path)?;
+        return Ok(Found {
+            dir: path.to_path_buf(),
+            state,
+            weights,
+            repairs: Vec::new(),
+            skipped: Vec::new(),
+        });
+    }
+    let repairs = recover(path)?;
     let all = list(path);
     if all.is_empty() {
-        return Err(format!("{}: neither a checkpoint nor a run directory with checkpoints", path.display()));
+        return Err(CheckpointError::NotFound { path: path.to_path_buf() });
     }
-    let mut warnings = Vec::new();
-    for c in all.iter().rev() {
-        match load(c) {
-            Ok(_) => return Ok((c.clone(), warnings)),
-            Err(e) => warnings.push(format!("skipping invalid checkpoint: {e}")),
+    let mut skipped = Vec::new();
+    for dir in all.into_iter().rev() {
+        match load(&dir) {
+            Ok((state, weights)) => return Ok(Found { dir, state, weights, repairs, skipped }),
+            Err(e) => skipped.push(e.to_string()),
         }
     }
-    Err(format!("{}: no valid checkpoint: {}", path.display(), warnings.join("; ")))
+    Err(CheckpointError::NoneValid { path: path.to_path_buf(), skipped })
+}
+
+/// Seconds since the Unix epoch (a checkpoint's `created_unix`).
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }

@@ -11,6 +11,7 @@
 //! feature are summed in record order (see `batch_gradient`), so the result is
 //! bit-identical for any number of threads.
 
+pub use super::config::LossConfig;
 use super::features::{Active, active_features};
 use crate::eval::Evaluator;
 use crate::rules::Position;
@@ -23,22 +24,6 @@ use std::sync::Arc;
 pub const LOSS_SCALE: f64 = 600.0 * 32.0;
 /// Records per parallel work unit (fixed, so results do not depend on the thread count).
 pub const CHUNK: usize = 64;
-
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LossConfig {
-    /// Weight of the teacher's score in the target (the rest is the game result).
-    pub lambda: f64,
-    /// Records with |score| above this are skipped.
-    pub eval_limit: i32,
-    /// Skip records whose game was drawn.
-    pub skip_draws: bool,
-}
-
-impl Default for LossConfig {
-    fn default() -> Self {
-        LossConfig { lambda: 0.33, eval_limit: 3000, skip_draws: false }
-    }
-}
 
 #[inline]
 pub fn sigmoid(x: f64) -> f64 {

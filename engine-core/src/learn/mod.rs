@@ -1,18 +1,25 @@
 //! The learner: memory-mapped f32 weights with AdaGrad accumulators (`weights`), the
 //! features of a position (`features`), gradients of teacher records (`gradient`), sparse
-//! AdaGrad writing through to the quantized tables (`adagrad`), the data stream (`data`),
-//! checkpoints (`checkpoint`), the training loop (`trainer`) and KPPT export (`export`).
+//! AdaGrad writing through to the quantized tables (`adagrad`), the data stream (`data`);
+//! the configuration (`config`), a run's weight set-up (`init`), held-out metrics
+//! (`validation`), the files of a run directory (`files`), checkpoints (`checkpoint`), the
+//! training loop (`trainer`) and KPPT export (`export`).
 
 pub mod adagrad;
 pub mod checkpoint;
+pub mod config;
 pub mod data;
 pub mod export;
 pub mod factors;
 pub mod features;
+pub mod files;
 pub mod gradient;
+pub mod init;
 pub mod quantized;
 pub mod trainer;
+pub mod validation;
 pub mod weights;
 
-pub use trainer::{LearnConfig, Trainer};
+pub use config::LearnConfig;
+pub use trainer::Trainer;
 pub use weights::WeightFile;

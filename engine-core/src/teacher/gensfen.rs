@@ -34,14 +34,15 @@
 //! [`run_games`] hands finished games to the sink in game order: the output is byte-identical
 //! for the same seed, settings and hash size, whatever the thread count.
 
+pub use super::config::{GensfenConfig, SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
 use super::psv::PackedSfenValue;
 use super::shard::ShardWriter;
+pub use super::stats::GensfenStats;
 use crate::eval::Evaluator;
 use crate::records::{GameRecord, Outcome};
-use crate::rules::game::{Game, GameEnd, GameRules};
+use crate::rules::game::{Game, GameRules};
 use crate::rules::{Color, Move, Position};
-use crate::search::{Limits, Searcher, TranspositionTable};
-use serde::{Deserialize, Serialize};
+use crate::search::{Searcher, TranspositionTable};
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -101,78 +102,8 @@ impl Rng {
 }
 
 // ---------------------------------------------------------------------------------------
-// Settings
+// Openings
 // ---------------------------------------------------------------------------------------
-
-/// How far each position is searched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchLimit {
-    Depth(i32),
-    Nodes(u64),
-}
-
-impl SearchLimit {
-    pub fn limits(self) -> Limits {
-        match self {
-            SearchLimit::Depth(d) => Limits::depth(d),
-            SearchLimit::Nodes(n) => Limits::nodes(n),
-        }
-    }
-}
-
-/// What to do with a record whose result is unknown.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnknownResult {
-    /// Skip the whole game (counted in `GensfenStats::skipped_unknown_result_games`).
-    #[default]
-    Skip,
-    /// Write its positions with game result 0.
-    Draw,
-    /// Assume the side that made the last move won (records of human games usually end
-    /// with the loser resigning instead of moving); a game without moves is skipped.
-    LastMoverWins,
-}
-
-/// Settings shared by self-play and record replay.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GensfenConfig {
-    pub limit: SearchLimit,
-    /// Scores are clamped to ±eval_limit; in self-play, `|score| >= eval_limit` ends the game.
-    pub eval_limit: i32,
-    /// Positions with `ply() < write_minply` (SFEN move number) are not written.
-    pub write_minply: u32,
-    /// Self-play: a game reaching this many moves from its start position is a draw.
-    pub max_ply: u32,
-    /// Self-play: how many uniformly random legal moves to play per game ...
-    pub random_moves: u32,
-    /// ... at distinct plies (SFEN move numbers) drawn from `random_min_ply..=random_max_ply`.
-    pub random_min_ply: u32,
-    pub random_max_ply: u32,
-    /// Record replay: what to do with games whose result is unknown.
-    pub unknown_result: UnknownResult,
-    /// log2 of the number of slots of the duplicate filter (see [`KeyFilter`]).
-    pub dedupe_bits: u32,
-    pub seed: u64,
-}
-
-impl Default for GensfenConfig {
-    fn default() -> Self {
-        GensfenConfig {
-            limit: SearchLimit::Depth(2),
-            eval_limit: 3000,
-            write_minply: 16,
-            max_ply: 256,
-            random_moves: 0,
-            random_min_ply: 1,
-            random_max_ply: 24,
-            unknown_result: UnknownResult::Skip,
-            dedupe_bits: 22,
-            seed: 0,
-        }
-    }
-}
 
 /// A self-play start: a position and moves played from it before searching begins.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -196,115 +127,6 @@ impl Opening {
     pub fn parse_usi(line: &str) -> Result<Opening, String> {
         let rec = crate::records::parse_usi_line(line, "opening", 1).map_err(|e| e.to_string())?;
         Ok(Opening::from_record(&rec))
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Statistics
-// ---------------------------------------------------------------------------------------
-
-/// Counters of a run (or of one game). `merge` adds two of them.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GensfenStats {
-    /// Games played or replayed (skipped games not included).
-    pub games: u64,
-    /// Records the sink accepted.
-    pub positions_written: u64,
-    /// Positions searched.
-    pub positions_searched: u64,
-    pub skipped_min_ply: u64,
-    pub skipped_in_check: u64,
-    /// Positions where a random move was played instead of a search.
-    pub skipped_random_move: u64,
-    /// Same key as a record already written in this run.
-    pub duplicates: u64,
-    /// Records the sink refused (invalid; should stay 0).
-    pub rejected: u64,
-    /// Record replay: games skipped because their result is unknown.
-    pub skipped_unknown_result_games: u64,
-    pub black_wins: u64,
-    pub white_wins: u64,
-    pub draws: u64,
-    /// Sum of game lengths in moves from the start position (openings included).
-    pub total_plies: u64,
-    pub nodes: u64,
-    pub end_no_legal_move: u64,
-    pub end_repetition: u64,
-    pub end_perpetual_check: u64,
-    pub end_declaration: u64,
-    pub end_max_ply: u64,
-    pub end_eval_limit: u64,
-}
-
-impl GensfenStats {
-    pub fn merge(&mut self, o: &GensfenStats) {
-        self.games += o.games;
-        self.positions_written += o.positions_written;
-        self.positions_searched += o.positions_searched;
-        self.skipped_min_ply += o.skipped_min_ply;
-        self.skipped_in_check += o.skipped_in_check;
-        self.skipped_random_move += o.skipped_random_move;
-        self.duplicates += o.duplicates;
-        self.rejected += o.rejected;
-        self.skipped_unknown_result_games += o.skipped_unknown_result_games;
-        self.black_wins += o.black_wins;
-        self.white_wins += o.white_wins;
-        self.draws += o.draws;
-        self.total_plies += o.total_plies;
-        self.nodes += o.nodes;
-        self.end_no_legal_move += o.end_no_legal_move;
-        self.end_repetition += o.end_repetition;
-        self.end_perpetual_check += o.end_perpetual_check;
-        self.end_declaration += o.end_declaration;
-        self.end_max_ply += o.end_max_ply;
-        self.end_eval_limit += o.end_eval_limit;
-    }
-
-    /// Average game length in moves (0 without games).
-    pub fn average_plies(&self) -> f64 {
-        if self.games == 0 { 0.0 } else { self.total_plies as f64 / self.games as f64 }
-    }
-
-    fn count_winner(&mut self, winner: Option<Color>) {
-        match winner {
-            Some(Color::Black) => self.black_wins += 1,
-            Some(Color::White) => self.white_wins += 1,
-            None => self.draws += 1,
-        }
-    }
-
-    fn count_end(&mut self, end: GameEnd) {
-        match end {
-            GameEnd::NoLegalMove => self.end_no_legal_move += 1,
-            GameEnd::Repetition => self.end_repetition += 1,
-            GameEnd::PerpetualCheck => self.end_perpetual_check += 1,
-            GameEnd::Declaration => self.end_declaration += 1,
-            GameEnd::MaxPlies => self.end_max_ply += 1,
-        }
-    }
-}
-
-impl std::fmt::Display for GensfenStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} games (B {} / W {} / D {}, avg {:.1} plies), {} positions written, {} duplicates, \
-             skipped: {} below min ply, {} in check, {} random moves, {} unknown-result games; \
-             {} rejected, {} nodes",
-            self.games,
-            self.black_wins,
-            self.white_wins,
-            self.draws,
-            self.average_plies(),
-            self.positions_written,
-            self.duplicates,
-            self.skipped_min_ply,
-            self.skipped_in_check,
-            self.skipped_random_move,
-            self.skipped_unknown_result_games,
-            self.rejected,
-            self.nodes
-        )
     }
 }
 
@@ -485,7 +307,7 @@ fn finish_batch(pending: Vec<Pending>, winner: Option<Color>, stats: GensfenStat
 
 /// Whether a searched position is written; counts the reason when it is not.
 fn keep(pos: &Position, cfg: &GensfenConfig, stats: &mut GensfenStats) -> bool {
-    if pos.ply() < cfg.write_minply {
+    if pos.ply() < cfg.search.write_minply {
         stats.skipped_min_ply += 1;
         false
     } else if pos.in_check() {
@@ -497,7 +319,7 @@ fn keep(pos: &Position, cfg: &GensfenConfig, stats: &mut GensfenStats) -> bool {
 }
 
 /// The plies (SFEN move numbers) at which game `rng` plays random moves.
-fn random_plies(cfg: &GensfenConfig, rng: &mut Rng) -> Vec<u32> {
+fn random_plies(cfg: &SelfPlayGames, rng: &mut Rng) -> Vec<u32> {
     if cfg.random_moves == 0 || cfg.random_max_ply < cfg.random_min_ply {
         return Vec::new();
     }
@@ -527,9 +349,9 @@ pub fn play_selfplay_game(
         let legal = game.try_play(m);
         assert!(legal, "opening move {m} is illegal (openings are checked when parsed)");
     }
-    let randoms = random_plies(cfg, rng);
-    let rules = GameRules { declaration: true, max_plies: Some(cfg.max_ply) };
-    let limits = cfg.limit.limits();
+    let randoms = random_plies(&cfg.play, rng);
+    let rules = GameRules { declaration: true, max_plies: Some(cfg.play.max_ply) };
+    let limits = cfg.search.limit.limits();
     let mut pending = Vec::new();
     let winner = loop {
         if let Some(outcome) = game.outcome(&rules) {
@@ -555,9 +377,13 @@ pub fn play_selfplay_game(
             break Some(stm);
         }
         if keep(&pos, cfg, &mut stats) {
-            pending.push(Pending { pos, mv: Some(r.best_move), score: clamp_score(r.score, cfg.eval_limit) });
+            pending.push(Pending {
+                pos,
+                mv: Some(r.best_move),
+                score: clamp_score(r.score, cfg.search.eval_limit),
+            });
         }
-        if r.score.abs() >= cfg.eval_limit {
+        if r.score.abs() >= cfg.search.eval_limit {
             stats.end_eval_limit += 1;
             break Some(if r.score > 0 { stm } else { stm.opponent() });
         }
@@ -599,7 +425,7 @@ pub fn teach_record(worker: &mut Worker, cfg: &GensfenConfig, record: &GameRecor
     };
     worker.reset();
     let mut stats = GensfenStats { games: 1, ..GensfenStats::default() };
-    let limits = cfg.limit.limits();
+    let limits = cfg.search.limit.limits();
     let mut pending = Vec::new();
     let mut pos = record.start;
     for i in 0..=moves.len() {
@@ -609,7 +435,7 @@ pub fn teach_record(worker: &mut Worker, cfg: &GensfenConfig, record: &GameRecor
             stats.nodes += r.nodes;
             stats.positions_searched += 1;
             let mv = if r.best_move.is_none() { None } else { Some(r.best_move) };
-            pending.push(Pending { pos, mv, score: clamp_score(r.score, cfg.eval_limit) });
+            pending.push(Pending { pos, mv, score: clamp_score(r.score, cfg.search.eval_limit) });
         }
         if let Some(&m) = moves.get(i) {
             pos.do_move(m);
@@ -704,7 +530,7 @@ pub fn run_selfplay<S: Sink>(
         let opening = if openings.is_empty() { &startpos } else { &openings[rng.below(openings.len())] };
         play_selfplay_game(w, cfg, opening, &mut rng)
     };
-    let mut collector = Collector::new(sink, cfg.dedupe_bits);
+    let mut collector = Collector::new(sink, cfg.search.dedupe_bits);
     run_games(workers, games, job, &mut collector, progress)?;
     Ok(collector.into_parts())
 }
@@ -718,7 +544,7 @@ pub fn run_records<S: Sink>(
     progress: impl FnMut(&GensfenStats),
 ) -> io::Result<(S, GensfenStats)> {
     let job = |w: &mut Worker, i: u64| teach_record(w, cfg, &records[i as usize]);
-    let mut collector = Collector::new(sink, cfg.dedupe_bits);
+    let mut collector = Collector::new(sink, cfg.search.dedupe_bits);
     run_games(workers, records.len() as u64, job, &mut collector, progress)?;
     Ok(collector.into_parts())
 }
@@ -747,7 +573,7 @@ mod tests {
     #[test]
     fn random_plies_are_distinct_and_in_range() {
         let cfg =
-            GensfenConfig { random_moves: 5, random_min_ply: 3, random_max_ply: 9, ..Default::default() };
+            SelfPlayGames { random_moves: 5, random_min_ply: 3, random_max_ply: 9, ..Default::default() };
         let mut rng = Rng::new(1);
         for _ in 0..50 {
             let p = random_plies(&cfg, &mut rng);
@@ -755,7 +581,7 @@ mod tests {
             assert!(p.windows(2).all(|w| w[0] < w[1]));
             assert!(p.iter().all(|x| (3..=9).contains(x)));
         }
-        let many = GensfenConfig { random_moves: 50, ..cfg };
+        let many = SelfPlayGames { random_moves: 50, ..cfg };
         assert_eq!(random_plies(&many, &mut rng), (3..=9).collect::<Vec<_>>());
     }
 

@@ -4,10 +4,12 @@
 //! Everything read from a file is validated: a record that fails is counted by reason
 //! (`RejectCounts`) and skipped, never used.
 
+pub mod config;
 pub mod gensfen;
 pub mod packed_sfen;
 pub mod psv;
 pub mod shard;
+pub mod stats;
 
 pub use packed_sfen::{PackError, PackedSfen, pack, try_pack, unpack, unpack_with_ply};
 pub use psv::{PackedSfenValue, RejectCounts, RejectKind, RejectReason};

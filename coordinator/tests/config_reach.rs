@@ -1,0 +1,359 @@
+//! Every key documented in `configs/full-scale.toml` parses and reaches the code that uses
+//! it. The file is read with its optional keys (`# key = value`) uncommented, and each key
+//! has a check below that finds its value where the code takes it: the shard specs the
+//! queue is built from and the loss, as a worker reads them off the wire; or the config
+//! field the coordinator reads directly. Three runs: the documented values must arrive;
+//! a probe value for every key (none of them a default) must arrive; and with every key
+//! left out, no probe value may show (so the probe proves something). A key that is parsed
+//! but dropped on the way fails the first or the second run; a documented key without a
+//! check, or a check of a key that is not documented, fails too.
+//!
+//! The file paths the specs read (`[selfplay] openings`, `[teacher] paths`, `[records]
+//! paths`) are replaced by test data.
+
+use engine_core::learn::config::LossConfig;
+use engine_core::rules::Position;
+use engine_core::teacher::config::{SelfPlayGames, TeacherSearch, UnknownResult};
+use engine_core::teacher::gensfen::game_seed;
+use engine_core::teacher::{PackedSfenValue, ShardSettings, ShardWriter};
+use keima_coordinator::TrainConfig;
+use keima_coordinator::queue::ShardSpec;
+use keima_coordinator::specs::{build_specs, load_openings, selfplay_specs};
+use keima_proto::v1;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use toml::{Table, Value};
+
+fn full_scale_text() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/full-scale.toml");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The file with its optional keys and tables (`# key = value`, `# [table]`) uncommented.
+fn uncommented(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let rest = line.strip_prefix("# ").unwrap_or("");
+        let key = rest.split(" = ").next().unwrap_or("");
+        let is_key = rest.contains(" = ")
+            && !key.is_empty()
+            && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        let is_table = rest.starts_with('[') && rest.ends_with(']') && !rest.contains(' ');
+        out.push_str(if is_key || is_table { rest } else { line });
+        out.push('\n');
+    }
+    out
+}
+
+/// Test data the specs read, one set for the documented run and one for the probe run.
+struct Data {
+    openings: PathBuf,
+    opening_lines: Vec<String>,
+    teacher: PathBuf,
+    records: PathBuf,
+}
+
+fn write_teacher(path: &Path, n: u64) {
+    let pos = Position::startpos();
+    let mut w = ShardWriter::create(path, ShardSettings::default()).unwrap();
+    for i in 0..n {
+        w.write(&PackedSfenValue::new(&pos, None, (i % 1000) as i16, 0).unwrap()).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn data(dir: &Path, name: &str, openings: &[&str], teacher_records: u64, record_files: usize) -> Data {
+    let openings_path = dir.join(format!("{name}-openings.sfen"));
+    std::fs::write(&openings_path, openings.join("\n")).unwrap();
+    let teacher = dir.join(format!("{name}-teacher.psv.zst"));
+    write_teacher(&teacher, teacher_records);
+    let records = dir.join(format!("{name}-records"));
+    std::fs::create_dir_all(&records).unwrap();
+    for i in 0..record_files {
+        std::fs::write(records.join(format!("g{i:03}.usi")), "startpos moves 7g7f 3c3d\n").unwrap();
+    }
+    Data {
+        openings: openings_path,
+        opening_lines: openings.iter().map(|s| s.to_string()).collect(),
+        teacher,
+        records,
+    }
+}
+
+fn s(p: &Path) -> Value {
+    Value::String(p.to_str().unwrap().to_string())
+}
+
+/// Points the keys that name input files at `data`.
+fn use_data(doc: &mut Table, d: &Data) {
+    let table = |doc: &mut Table, name: &str| doc.get_mut(name).unwrap().as_table_mut().unwrap().clone();
+    let mut sp = table(doc, "selfplay");
+    sp.insert("openings".into(), s(&d.openings));
+    doc.insert("selfplay".into(), Value::Table(sp));
+    let mut t = table(doc, "teacher");
+    t.insert("paths".into(), Value::Array(vec![s(&d.teacher)]));
+    doc.insert("teacher".into(), Value::Table(t));
+    let mut r = table(doc, "records");
+    r.insert("paths".into(), Value::Array(vec![s(&d.records)]));
+    doc.insert("records".into(), Value::Table(r));
+}
+
+/// What the code takes from a config.
+struct Reached {
+    cfg: TrainConfig,
+    /// The loss a worker computes with (after the wire).
+    loss: LossConfig,
+    /// The first shard of each kind, as a worker reads it off the wire.
+    selfplay: ShardSpec,
+    teacher: ShardSpec,
+    records: ShardSpec,
+    selfplay_shards: usize,
+    /// The opening files the test wrote, to tell which one the openings came from.
+    opening_files: Vec<(PathBuf, Vec<String>)>,
+}
+
+fn over_the_wire(spec: ShardSpec) -> ShardSpec {
+    ShardSpec::try_from(v1::lease::Kind::from(spec)).unwrap()
+}
+
+fn reach(doc: &Table, data: &[&Data]) -> Reached {
+    let cfg: TrainConfig = toml::from_str(&toml::to_string(doc).unwrap()).unwrap();
+    // Teacher and records shards as the queue gets them; self-play lazily (the documented
+    // run has 100,000 shards).
+    let specs = build_specs(&TrainConfig { selfplay: None, ..cfg.clone() }).unwrap();
+    let teacher = specs.iter().find(|s| matches!(s, ShardSpec::Teacher { .. })).unwrap().clone();
+    let records = specs.iter().find(|s| matches!(s, ShardSpec::Records { .. })).unwrap().clone();
+    let sp = cfg.selfplay.as_ref().unwrap();
+    let openings = load_openings(sp.openings.as_ref().unwrap()).unwrap();
+    let (selfplay_shards, selfplay) = {
+        let mut specs = selfplay_specs(cfg.seed, sp, &openings);
+        (specs.size_hint().0, specs.next().unwrap())
+    };
+    Reached {
+        loss: LossConfig::try_from(v1::LossSpec::from(cfg.learn.loss)).unwrap(),
+        selfplay: over_the_wire(selfplay),
+        teacher: over_the_wire(teacher),
+        records: over_the_wire(records),
+        selfplay_shards,
+        opening_files: data.iter().map(|d| (d.openings.clone(), d.opening_lines.clone())).collect(),
+        cfg,
+    }
+}
+
+fn v<T: Serialize>(x: T) -> Value {
+    Value::try_from(x).unwrap()
+}
+
+fn opt<T: Serialize>(x: &Option<T>) -> Value {
+    x.as_ref().map_or(Value::String("(none)".into()), v)
+}
+
+type Check = fn(&Reached) -> Value;
+
+fn selfplay(r: &Reached) -> (u64, u32, &[String], &TeacherSearch, &SelfPlayGames) {
+    let ShardSpec::SelfPlay { seed, games, openings, search, play } = &r.selfplay else { unreachable!() };
+    (*seed, *games, openings, search, play)
+}
+
+fn records(r: &Reached) -> (&[String], &TeacherSearch, &UnknownResult) {
+    let ShardSpec::Records { paths, search, unknown_result } = &r.records else { unreachable!() };
+    (paths, search, unknown_result)
+}
+
+fn teacher(r: &Reached) -> (&str, u64) {
+    let ShardSpec::Teacher { path, count, .. } = &r.teacher else { unreachable!() };
+    (path, *count)
+}
+
+/// (table, key, probe value, where the code takes it). Probe "": the key names test data.
+fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
+    fn k(
+        t: &'static str,
+        key: &'static str,
+        probe: &'static str,
+        f: Check,
+    ) -> (&'static str, &'static str, &'static str, Check) {
+        (t, key, probe, f)
+    }
+    vec![
+        k("", "run_dir", "\"runs/probe\"", |r| v(&r.cfg.run_dir)),
+        // Self-play seeds derive from it.
+        k("", "seed", "5", |r| {
+            if selfplay(r).0 == game_seed(r.cfg.seed, 1_000_000) {
+                v(r.cfg.seed)
+            } else {
+                v("(not the shards' seed)")
+            }
+        }),
+        k("", "deterministic", "true", |r| v(r.cfg.deterministic)),
+        k("", "check_disk_space", "false", |r| v(r.cfg.learn.check_disk_space)),
+        k("loss", "lambda", "0.25", |r| v(r.loss.lambda)),
+        k("loss", "eval_limit", "2222", |r| v(r.loss.eval_limit)),
+        k("loss", "skip_draws", "true", |r| v(r.loss.skip_draws)),
+        k("adagrad", "eta", "1.5", |r| v(r.cfg.learn.adagrad.eta)),
+        k("adagrad", "eta_turn", "0.25", |r| v(r.cfg.learn.adagrad.eta_turn)),
+        k("adagrad", "epsilon", "0.5", |r| v(r.cfg.learn.adagrad.epsilon)),
+        k("adagrad", "eta_decay", "0.5", |r| v(r.cfg.learn.adagrad.eta_decay)),
+        k("init", "kppt", "\"probe/kppt\"", |r| opt(&r.cfg.learn.init.kppt)),
+        k("init", "weights", "\"probe/w.kw\"", |r| opt(&r.cfg.learn.init.weights)),
+        k("init", "patterns", "\"probe/p.kpat\"", |r| opt(&r.cfg.learn.init.patterns)),
+        k("init", "factors", "{ mirror = true, kp = true }", |r| v(r.cfg.learn.init.factors)),
+        k("validation", "shard", "\"probe/val.psv.zst\"", |r| opt(&r.cfg.learn.validation.shard)),
+        k("validation", "max_records", "77", |r| v(r.cfg.learn.validation.max_records)),
+        k("validation", "depth", "3", |r| v(r.cfg.learn.validation.depth)),
+        k("selfplay", "shards", "3", |r| v(r.selfplay_shards)),
+        k("selfplay", "games_per_shard", "4", |r| v(selfplay(r).1)),
+        // The file whose lines the shard's openings are.
+        k("selfplay", "openings", "", |r| {
+            let openings = selfplay(r).2;
+            let from = r.opening_files.iter().find(|(_, lines)| openings.iter().all(|o| lines.contains(o)));
+            from.map_or(v("(openings from no file)"), |(p, _)| s(p))
+        }),
+        k("selfplay", "openings_per_shard", "2", |r| v(selfplay(r).2.len())),
+        k("selfplay", "limit", "{ depth = 3 }", |r| v(selfplay(r).3.limit)),
+        k("selfplay", "eval_limit", "1500", |r| v(selfplay(r).3.eval_limit)),
+        k("selfplay", "write_minply", "5", |r| v(selfplay(r).3.write_minply)),
+        k("selfplay", "dedupe_bits", "12", |r| v(selfplay(r).3.dedupe_bits)),
+        k("selfplay", "max_ply", "99", |r| v(selfplay(r).4.max_ply)),
+        k("selfplay", "random_moves", "3", |r| v(selfplay(r).4.random_moves)),
+        k("selfplay", "random_min_ply", "2", |r| v(selfplay(r).4.random_min_ply)),
+        k("selfplay", "random_max_ply", "9", |r| v(selfplay(r).4.random_max_ply)),
+        k("teacher", "paths", "", |r| Value::Array(vec![v(teacher(r).0)])),
+        k("teacher", "records_per_shard", "7", |r| v(teacher(r).1)),
+        // The directory the shard's files were found in.
+        k("records", "paths", "", |r| Value::Array(vec![s(Path::new(&records(r).0[0]).parent().unwrap())])),
+        k("records", "files_per_shard", "2", |r| v(records(r).0.len())),
+        k("records", "limit", "{ depth = 2 }", |r| v(records(r).1.limit)),
+        k("records", "eval_limit", "1234", |r| v(records(r).1.eval_limit)),
+        k("records", "write_minply", "3", |r| v(records(r).1.write_minply)),
+        k("records", "dedupe_bits", "10", |r| v(records(r).1.dedupe_bits)),
+        k("records", "unknown_result", "\"draw\"", |r| v(records(r).2)),
+        k("coordinator", "listen", "\"127.0.0.1:9\"", |r| v(&r.cfg.coordinator.listen)),
+        k("coordinator", "metrics_listen", "\"\"", |r| v(&r.cfg.coordinator.metrics_listen)),
+        k("coordinator", "token", "\"probe-token\"", |r| v(&r.cfg.coordinator.token)),
+        k("coordinator", "token_file", "\"probe/token\"", |r| opt(&r.cfg.coordinator.token_file)),
+        k("coordinator", "tls_cert", "\"probe/cert.pem\"", |r| opt(&r.cfg.coordinator.tls_cert)),
+        k("coordinator", "tls_key", "\"probe/key.pem\"", |r| opt(&r.cfg.coordinator.tls_key)),
+        k("coordinator", "tls_ca", "\"probe/ca.pem\"", |r| opt(&r.cfg.coordinator.tls_ca)),
+        k("coordinator", "lease_seconds", "33", |r| v(r.cfg.coordinator.lease_seconds)),
+        k("coordinator", "heartbeat_ms", "444", |r| v(r.cfg.coordinator.heartbeat_ms)),
+        k("coordinator", "max_attempts", "2", |r| v(r.cfg.coordinator.max_attempts)),
+        k("coordinator", "max_staleness", "3", |r| v(r.cfg.coordinator.max_staleness)),
+        k("coordinator", "stale_policy", "\"reject\"", |r| v(r.cfg.coordinator.stale_policy)),
+        k("coordinator", "checkpoint_every", "7", |r| v(r.cfg.coordinator.checkpoint_every)),
+        k("coordinator", "keep_checkpoints", "5", |r| v(r.cfg.coordinator.keep_checkpoints)),
+        k("coordinator", "validate_every", "3", |r| v(r.cfg.coordinator.validate_every)),
+        k("coordinator", "max_push_mib", "9", |r| v(r.cfg.coordinator.max_push_mib)),
+        k("coordinator", "keep_teacher_records", "false", |r| v(r.cfg.coordinator.keep_teacher_records)),
+        k("coordinator", "delta_versions", "4", |r| v(r.cfg.coordinator.delta_versions)),
+        k("coordinator", "export", "false", |r| v(r.cfg.coordinator.export)),
+        k("local_workers", "count", "3", |r| v(r.cfg.local_workers.count)),
+        k("local_workers", "threads", "2", |r| v(r.cfg.local_workers.threads)),
+    ]
+}
+
+/// The value of `table.key` in `doc` (`table` "" = the top).
+fn get<'a>(doc: &'a Table, table: &str, key: &str) -> Option<&'a Value> {
+    if table.is_empty() { doc.get(key) } else { doc.get(table)?.as_table()?.get(key) }
+}
+
+fn set(doc: &mut Table, table: &str, key: &str, value: Value) {
+    let t = if table.is_empty() {
+        doc
+    } else {
+        doc.entry(table).or_insert(Value::Table(Table::new())).as_table_mut().unwrap()
+    };
+    t.insert(key.to_string(), value);
+}
+
+/// Every (table, key) of a document, tables one level deep.
+fn keys(doc: &Table) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (k, val) in doc {
+        match val.as_table() {
+            Some(t) => out.extend(t.keys().map(|kk| (k.clone(), kk.clone()))),
+            _ => out.push((String::new(), k.clone())),
+        }
+    }
+    out
+}
+
+#[test]
+fn every_documented_key_parses_and_reaches_its_use() {
+    let text = full_scale_text();
+    // The shipped file as it is: a valid config.
+    TrainConfig::from_toml(&text).unwrap();
+    let documented: Table = toml::from_str(&uncommented(&text)).unwrap();
+    let checks = checks();
+
+    // The documented keys and the checked keys are the same.
+    let doc_keys = keys(&documented);
+    for (t, k) in &doc_keys {
+        assert!(
+            checks.iter().any(|(ct, ck, ..)| ct == t && ck == k),
+            "{t}.{k} is documented in configs/full-scale.toml but has no reach check here: add one"
+        );
+    }
+    for (t, k, ..) in &checks {
+        assert!(
+            doc_keys.iter().any(|(dt, dk)| dt == t && dk == k),
+            "{t}.{k} is not documented in full-scale.toml"
+        );
+    }
+
+    let tmp = tempfile::Builder::new()
+        .prefix("keima-config-reach-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let dir = tmp.path();
+    let doc_data =
+        data(dir, "doc", &["startpos moves 7g7f", "startpos moves 2g2f", "startpos moves 5g5f"], 100_001, 65);
+    let probe_data = data(dir, "probe", &["startpos moves 7g7f 3c3d", "startpos moves 2g2f 8c8d"], 10, 3);
+    let all = [&doc_data, &probe_data];
+
+    // 1. The documented values arrive.
+    let mut doc = documented.clone();
+    use_data(&mut doc, &doc_data);
+    // 2. A probe value for every key arrives.
+    let mut probe = Table::new();
+    for (t, k, value, _) in &checks {
+        if !value.is_empty() {
+            let parsed: Table = toml::from_str(&format!("x = {value}")).unwrap();
+            set(&mut probe, t, k, parsed["x"].clone());
+        }
+    }
+    use_data(&mut probe, &probe_data);
+    for (run, values) in [("documented", &doc), ("probe", &probe)] {
+        let r = reach(values, &all);
+        for (t, k, _, check) in &checks {
+            let want = get(values, t, k).unwrap();
+            assert_eq!(&check(&r), want, "{t}.{k}: the {run} value does not reach its use");
+        }
+    }
+
+    // 3. Without the keys, no probe value shows: each probe is not a default.
+    let mut defaults = Table::new();
+    for t in ["selfplay", "teacher", "records"] {
+        defaults.insert(t.into(), Value::Table(Table::new()));
+    }
+    use_data(&mut defaults, &doc_data);
+    let r = reach(&defaults, &all);
+    for (t, k, _, check) in &checks {
+        assert_ne!(&check(&r), get(&probe, t, k).unwrap(), "{t}.{k}: the probe value is the default");
+    }
+}
+
+#[test]
+fn an_unknown_key_is_refused_by_name_in_every_table() {
+    let documented: Table = toml::from_str(&uncommented(&full_scale_text())).unwrap();
+    let tables: Vec<String> = std::iter::once(String::new())
+        .chain(documented.iter().filter(|(_, v)| v.is_table()).map(|(k, _)| k.clone()))
+        .chain(["loss", "adagrad", "init", "validation"].map(String::from))
+        .collect();
+    for t in tables {
+        let mut doc = documented.clone();
+        set(&mut doc, &t, "bogus_key", Value::Integer(1));
+        let e = TrainConfig::from_toml(&toml::to_string(&doc).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("bogus_key"), "[{t}]: {e}");
+    }
+}

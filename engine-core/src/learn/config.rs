@@ -1,0 +1,344 @@
+//! Learner configuration. `keima learn` and `keima train` nest the same tables
+//! ([`LearnSettings`]): `[loss]`, `[adagrad]`, `[init]`, `[validation]` and
+//! `check_disk_space`; `keima learn` adds its loop keys at the top ([`LearnConfig`]). Every
+//! table refuses unknown keys, and every key has a default.
+
+use super::factors::Factorization;
+use crate::config::{ConfigError, Migration, table_mut};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+/// `[loss]`: the target of a record and which records count.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LossConfig {
+    /// Weight of the teacher's score in the target (the rest is the game result).
+    pub lambda: f64,
+    /// Records with |score| above this are skipped.
+    pub eval_limit: i32,
+    /// Skip records whose game was drawn.
+    pub skip_draws: bool,
+}
+
+impl Default for LossConfig {
+    fn default() -> Self {
+        LossConfig { lambda: 0.33, eval_limit: 3000, skip_draws: false }
+    }
+}
+
+impl LossConfig {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if !(0.0..=1.0).contains(&self.lambda) {
+            return Err(ConfigError::invalid("[loss] lambda", format!("{} is not in [0, 1]", self.lambda)));
+        }
+        Ok(())
+    }
+}
+
+/// `[adagrad]`: the optimizer's step sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdaGradConfig {
+    /// Step size of board parts (and patterns), in raw (FV_SCALE) weight units.
+    pub eta: f64,
+    /// Step size of turn (side-to-move) parts.
+    pub eta_turn: f64,
+    pub epsilon: f64,
+    /// η is multiplied by `eta_decay^updates` (1.0 = constant).
+    pub eta_decay: f64,
+}
+
+impl Default for AdaGradConfig {
+    fn default() -> Self {
+        AdaGradConfig { eta: 2.0, eta_turn: 0.5, epsilon: 1e-8, eta_decay: 1.0 }
+    }
+}
+
+impl AdaGradConfig {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.eta <= 0.0 || self.eta_turn < 0.0 {
+            return Err(ConfigError::invalid("[adagrad] eta", "eta must be > 0 and eta_turn >= 0"));
+        }
+        Ok(())
+    }
+}
+
+/// `[init]`: where a new run's weights start, and the pattern features trained with them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InitConfig {
+    /// Start from these KPPT files (KK/KKP/KPP_synthesized.bin) instead of material only.
+    pub kppt: Option<PathBuf>,
+    /// Start from this weight file (copied, counters reset; keeps the AdaGrad state).
+    pub weights: Option<PathBuf>,
+    /// Pattern file (definitions and initial weights) to train with.
+    pub patterns: Option<PathBuf>,
+    /// Dimension reduction of a new weight file: `factors = { mirror = true, kp = true }`.
+    /// A resumed run, or one started from `weights`, keeps that file's.
+    pub factors: Factorization,
+}
+
+impl InitConfig {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.kppt.is_some() && self.weights.is_some() {
+            return Err(ConfigError::invalid("[init] kppt, weights", "give one of them, not both"));
+        }
+        Ok(())
+    }
+}
+
+/// `[validation]`: held-out metrics (test loss, mean |eval − teacher|, move agreement).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ValidationConfig {
+    /// Held-out teacher shard (none: no held-out metrics).
+    pub shard: Option<PathBuf>,
+    /// At most this many of its records are used.
+    pub max_records: usize,
+    /// Depth of the search whose best move is compared with the recorded move (0 = off).
+    pub depth: i32,
+}
+
+impl Default for ValidationConfig {
+    fn default() -> Self {
+        ValidationConfig { shard: None, max_records: 2000, depth: 1 }
+    }
+}
+
+/// The tables `keima learn` and `keima train` share.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LearnSettings {
+    pub loss: LossConfig,
+    pub adagrad: AdaGradConfig,
+    pub init: InitConfig,
+    pub validation: ValidationConfig,
+    /// Reserve the weight file's disk space before training (see `WeightFile::check_disk_space`):
+    /// a full disk is then a clear error at the start instead of a crash mid-run. Off only
+    /// for tests that touch a few pages of many files.
+    pub check_disk_space: bool,
+}
+
+impl Default for LearnSettings {
+    fn default() -> Self {
+        LearnSettings {
+            loss: LossConfig::default(),
+            adagrad: AdaGradConfig::default(),
+            init: InitConfig::default(),
+            validation: ValidationConfig::default(),
+            check_disk_space: true,
+        }
+    }
+}
+
+impl LearnSettings {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.loss.check()?;
+        self.adagrad.check()?;
+        self.init.check()
+    }
+}
+
+/// Where each learner key of an older keima went: (old key, new table, new key).
+const MOVED_LEARN_KEYS: [(&str, &str, &str); 12] = [
+    ("eta", "adagrad", "eta"),
+    ("eta_turn", "adagrad", "eta_turn"),
+    ("epsilon", "adagrad", "epsilon"),
+    ("eta_decay", "adagrad", "eta_decay"),
+    ("lambda", "loss", "lambda"),
+    ("eval_limit", "loss", "eval_limit"),
+    ("skip_draws", "loss", "skip_draws"),
+    ("init_kppt", "init", "kppt"),
+    ("init_weights", "init", "weights"),
+    ("patterns", "init", "patterns"),
+    ("validation_max", "validation", "max_records"),
+    ("validation_depth", "validation", "depth"),
+];
+
+impl LearnSettings {
+    /// Moves the learner keys an older keima read from `from` (the table `from_name`, or
+    /// the top with `None`) to their tables in `root`.
+    pub fn migrate(
+        from: &mut Map<String, Value>,
+        from_name: Option<&str>,
+        root: &mut Map<String, Value>,
+        m: &mut Migration,
+    ) {
+        // `validation` was the shard's path; now it is the table.
+        if from.get("validation").is_some_and(|v| !v.is_object()) {
+            m.move_key(from, from_name, "validation", root, Some("validation"), "shard");
+        }
+        for (old, table, new) in MOVED_LEARN_KEYS {
+            m.move_key(from, from_name, old, root, Some(table), new);
+        }
+    }
+}
+
+/// `keima learn` configuration (TOML). Paths are relative to the working directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LearnConfig {
+    /// Teacher shards: files or patterns with `*`/`?` in the file name.
+    pub shards: Vec<String>,
+    /// Run directory: weights.kw, metrics.jsonl, checkpoints/.
+    pub out_dir: PathBuf,
+    pub batch_size: usize,
+    pub epochs: u64,
+    /// Stop after this many updates in total (0 = no limit).
+    pub max_updates: u64,
+    /// Records held in the shuffle buffer.
+    pub shuffle_buffer: usize,
+    /// Validation (a metrics line) every N updates (0 = only at the end).
+    pub eval_every: u64,
+    /// Checkpoint every N updates (0 = only at the end).
+    pub checkpoint_every: u64,
+    /// Checkpoints kept (0 = all).
+    pub keep_checkpoints: usize,
+    pub seed: u64,
+    /// Train the KPP weights (false: only KK and KKP — ~10^7 weights that each see far more
+    /// positions, for small data sets; patterns are trained either way).
+    pub train_kpp: bool,
+    /// Worker threads (0 = all cores).
+    pub threads: usize,
+    /// One thread, sequential code paths (results are identical anyway; for tests).
+    pub deterministic: bool,
+    /// The shared tables and `check_disk_space`.
+    #[serde(flatten)]
+    pub learn: LearnSettings,
+}
+
+impl Default for LearnConfig {
+    fn default() -> Self {
+        LearnConfig {
+            shards: Vec::new(),
+            out_dir: PathBuf::from("runs/learn"),
+            batch_size: 10_000,
+            epochs: 1,
+            max_updates: 0,
+            shuffle_buffer: 200_000,
+            eval_every: 100,
+            checkpoint_every: 1000,
+            keep_checkpoints: 3,
+            seed: 1,
+            train_kpp: true,
+            threads: 0,
+            deterministic: false,
+            learn: LearnSettings::default(),
+        }
+    }
+}
+
+impl LearnConfig {
+    pub fn from_toml(text: &str) -> Result<LearnConfig, ConfigError> {
+        let c: LearnConfig = crate::config::from_toml(text, Self::migrate)?;
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Reads the config stored in a checkpoint (an older keima's layout too).
+    pub fn from_stored(value: Value) -> Result<LearnConfig, ConfigError> {
+        crate::config::from_stored(value, Self::migrate)
+    }
+
+    /// An older keima's flat learner keys to their tables.
+    fn migrate(root: &mut Map<String, Value>, m: &mut Migration) {
+        let mut from = std::mem::take(root);
+        LearnSettings::migrate(&mut from, None, root, m);
+        for (k, v) in from {
+            match (table_mut(root, &k), v) {
+                // A table given in the new form as well: its keys win.
+                (Some(dst), Value::Object(src)) => dst.extend(src),
+                (_, v) => {
+                    root.insert(k, v);
+                }
+            }
+        }
+    }
+
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.shards.is_empty() {
+            return Err(ConfigError::invalid("shards", "empty: list teacher shard files or patterns"));
+        }
+        if self.batch_size == 0 {
+            return Err(ConfigError::invalid("batch_size", "must be at least 1"));
+        }
+        self.learn.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_parse_and_unknown_keys_are_named() {
+        let c = LearnConfig::from_toml(
+            "shards = [\"a\"]\nbatch_size = 5\n[loss]\nlambda = 0.5\n[adagrad]\neta = 3.0\n\
+             [init]\npatterns = \"p.kpat\"\n[validation]\nshard = \"v\"\ndepth = 0\n",
+        )
+        .unwrap();
+        assert_eq!(c.batch_size, 5);
+        assert_eq!(c.learn.loss, LossConfig { lambda: 0.5, ..LossConfig::default() });
+        assert_eq!(c.learn.adagrad.eta, 3.0);
+        assert_eq!(c.learn.init.patterns, Some(PathBuf::from("p.kpat")));
+        assert_eq!(
+            c.learn.validation,
+            ValidationConfig { shard: Some("v".into()), max_records: 2000, depth: 0 }
+        );
+        for (text, key) in [
+            ("shards = [\"a\"]\nbatch_sise = 5\n", "batch_sise"),
+            ("shards = [\"a\"]\n[loss]\nlamda = 0.5\n", "lamda"),
+            ("shards = [\"a\"]\n[validation]\nshards = \"v\"\n", "shards"),
+        ] {
+            let e = LearnConfig::from_toml(text).unwrap_err();
+            assert!(matches!(e, ConfigError::Toml(_)), "{e:?}");
+            assert!(e.to_string().contains(&format!("`{key}`")), "{e}");
+        }
+    }
+
+    #[test]
+    fn keys_of_an_older_keima_are_refused_with_their_new_spelling() {
+        let e =
+            LearnConfig::from_toml("shards = [\"a\"]\neta = 1.0\nvalidation = \"v\"\nvalidation_max = 9\n")
+                .unwrap_err();
+        let ConfigError::Moved(moved) = &e else { panic!("{e:?}") };
+        let pairs: Vec<(&str, &str)> = moved.iter().map(|m| (m.old.as_str(), m.new.as_str())).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("validation", "[validation] shard"),
+                ("eta", "[adagrad] eta"),
+                ("validation_max", "[validation] max_records")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stored_config_of_an_older_keima_is_migrated() {
+        let old = serde_json::json!({
+            "shards": ["a"], "validation": "v", "validation_max": 7, "validation_depth": 2,
+            "out_dir": "o", "init_weights": null, "init_kppt": "k", "patterns": null,
+            "batch_size": 10, "eta": 1.0, "eta_turn": 0.25, "epsilon": 64.0, "eta_decay": 1.0,
+            "lambda": 0.5, "eval_limit": 2000, "skip_draws": true, "epochs": 4, "max_updates": 0,
+            "shuffle_buffer": 9, "eval_every": 25, "checkpoint_every": 100, "keep_checkpoints": 1,
+            "seed": 1, "train_kpp": true, "threads": 0, "deterministic": false, "check_disk_space": false
+        });
+        let c = LearnConfig::from_stored(old).unwrap();
+        assert_eq!(
+            c.learn.validation,
+            ValidationConfig { shard: Some("v".into()), max_records: 7, depth: 2 }
+        );
+        assert_eq!(
+            c.learn.adagrad,
+            AdaGradConfig { eta: 1.0, eta_turn: 0.25, epsilon: 64.0, eta_decay: 1.0 }
+        );
+        assert_eq!(c.learn.loss, LossConfig { lambda: 0.5, eval_limit: 2000, skip_draws: true });
+        assert_eq!(c.learn.init, InitConfig { kppt: Some("k".into()), ..InitConfig::default() });
+        assert!(!c.learn.check_disk_space);
+        assert_eq!((c.batch_size, c.shuffle_buffer, c.eval_every), (10, 9, 25));
+        // The current layout reads back as it was written.
+        let again = LearnConfig::from_stored(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(again, c);
+    }
+}

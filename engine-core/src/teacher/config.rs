@@ -1,0 +1,183 @@
+//! Teacher-generation settings, one type per concern, shared by `keima gensfen` (its
+//! flags), `keima train`'s `[selfplay]` and `[records]` tables (flattened into them), the
+//! wire's shard specs and the worker that runs them:
+//!
+//! - [`TeacherSearch`]: how every position is searched and which are written (self-play
+//!   and record replay alike);
+//! - [`SelfPlayGames`]: how self-play games are played;
+//! - [`UnknownResult`]: what record replay does with a game without a result;
+//! - [`GensfenConfig`]: all of them and the run's seed, what `gensfen` runs with.
+//!
+//! The defaults are those of a training run (`keima train`); `keima gensfen` states its
+//! own in its flags (no search limit, no random moves).
+
+use crate::config::ConfigError;
+use crate::search::Limits;
+use serde::{Deserialize, Serialize};
+
+/// How far each position is searched: `{ depth = 6 }` or `{ nodes = 1500 }` in TOML.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchLimit {
+    Depth(i32),
+    Nodes(u64),
+}
+
+impl SearchLimit {
+    pub fn limits(self) -> Limits {
+        match self {
+            SearchLimit::Depth(d) => Limits::depth(d),
+            SearchLimit::Nodes(n) => Limits::nodes(n),
+        }
+    }
+
+    /// A depth or node count of at least 1.
+    pub fn check(self, key: &str) -> Result<(), ConfigError> {
+        match self {
+            SearchLimit::Depth(d) if d < 1 => {
+                Err(ConfigError::invalid(key, format!("depth {d}: give at least 1")))
+            }
+            SearchLimit::Nodes(0) => Err(ConfigError::invalid(key, "nodes 0: give at least 1")),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What to do with a record whose result is unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownResult {
+    /// Skip the whole game (counted in `GensfenStats::skipped_unknown_result_games`).
+    #[default]
+    Skip,
+    /// Write its positions with game result 0.
+    Draw,
+    /// Assume the side that made the last move won (records of human games usually end
+    /// with the loser resigning instead of moving); a game without moves is skipped.
+    LastMoverWins,
+}
+
+/// How every teacher position is searched, and which are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TeacherSearch {
+    pub limit: SearchLimit,
+    /// Scores are clamped to ±eval_limit; in self-play, `|score| >= eval_limit` ends the game.
+    pub eval_limit: i32,
+    /// Positions with `ply() < write_minply` (SFEN move number) are not written.
+    pub write_minply: u32,
+    /// log2 of the number of slots of the duplicate filter (see `gensfen::KeyFilter`).
+    pub dedupe_bits: u32,
+}
+
+impl Default for TeacherSearch {
+    fn default() -> Self {
+        TeacherSearch { limit: SearchLimit::Nodes(2000), eval_limit: 3000, write_minply: 16, dedupe_bits: 22 }
+    }
+}
+
+impl TeacherSearch {
+    /// `table` names the keys in errors (`[selfplay]`, or "" for flags).
+    pub fn check(&self, table: &str) -> Result<(), ConfigError> {
+        self.limit.check(&format!("{table}limit"))?;
+        if self.eval_limit < 1 {
+            return Err(ConfigError::invalid(
+                format!("{table}eval_limit"),
+                format!("{}: give a positive limit (e.g. 3000)", self.eval_limit),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How self-play games are played.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelfPlayGames {
+    /// A game reaching this many moves from its start position is a draw.
+    pub max_ply: u32,
+    /// How many uniformly random legal moves to play per game ...
+    pub random_moves: u32,
+    /// ... at distinct plies (SFEN move numbers) drawn from `random_min_ply..=random_max_ply`.
+    pub random_min_ply: u32,
+    pub random_max_ply: u32,
+}
+
+impl Default for SelfPlayGames {
+    fn default() -> Self {
+        SelfPlayGames { max_ply: 256, random_moves: 8, random_min_ply: 1, random_max_ply: 24 }
+    }
+}
+
+impl SelfPlayGames {
+    pub fn check(&self, table: &str) -> Result<(), ConfigError> {
+        if self.random_moves > 0 && self.random_min_ply > self.random_max_ply {
+            return Err(ConfigError::invalid(
+                format!("{table}random_min_ply"),
+                format!("{} is above random_max_ply {}", self.random_min_ply, self.random_max_ply),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Everything a teacher-generation run uses (its JSON is the `config` of a shard's
+/// manifest: the parts are flattened, so the keys are those of the parts).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GensfenConfig {
+    #[serde(flatten)]
+    pub search: TeacherSearch,
+    #[serde(flatten)]
+    pub play: SelfPlayGames,
+    /// Record replay: what to do with games whose result is unknown.
+    pub unknown_result: UnknownResult,
+    /// Game `i` of a self-play run is seeded from `(seed, i)`.
+    pub seed: u64,
+}
+
+impl GensfenConfig {
+    /// A self-play run.
+    pub fn selfplay(search: TeacherSearch, play: SelfPlayGames, seed: u64) -> GensfenConfig {
+        GensfenConfig { search, play, seed, ..GensfenConfig::default() }
+    }
+
+    /// A record replay.
+    pub fn records(search: TeacherSearch, unknown_result: UnknownResult) -> GensfenConfig {
+        GensfenConfig { search, unknown_result, ..GensfenConfig::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_read_as_tables_and_refuse_zero() {
+        #[derive(Debug, Deserialize)]
+        struct T {
+            limit: SearchLimit,
+        }
+        let t: T = toml::from_str("limit = { nodes = 1500 }").unwrap();
+        assert_eq!(t.limit, SearchLimit::Nodes(1500));
+        let t: T = toml::from_str("limit = { depth = 6 }").unwrap();
+        assert_eq!(t.limit, SearchLimit::Depth(6));
+        assert!(toml::from_str::<T>("limit = { dpth = 6 }").unwrap_err().to_string().contains("dpth"));
+        assert!(SearchLimit::Depth(0).check("limit").is_err());
+        assert!(SearchLimit::Nodes(0).check("limit").is_err());
+        let search = TeacherSearch { eval_limit: 0, ..TeacherSearch::default() };
+        assert!(
+            matches!(search.check("[selfplay] "), Err(ConfigError::Invalid { key, .. }) if key == "[selfplay] eval_limit")
+        );
+    }
+
+    #[test]
+    fn the_manifest_json_keeps_the_flat_keys() {
+        let c = GensfenConfig::selfplay(TeacherSearch::default(), SelfPlayGames::default(), 5);
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["limit"]["nodes"], 2000);
+        assert_eq!(v["random_max_ply"], 24);
+        assert_eq!(v["seed"], 5);
+        assert_eq!(v["unknown_result"], "skip");
+        assert_eq!(serde_json::from_value::<GensfenConfig>(v).unwrap(), c);
+    }
+}
