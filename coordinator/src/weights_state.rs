@@ -69,52 +69,34 @@ impl WeightState {
         let ev = Arc::get_mut(&mut self.evaluator).expect("no search holds the coordinator's evaluator");
         let (kppt, mut patterns) = quantized::tables_mut(ev).expect("unique tables");
         let layout = self.file.header.param_layout();
-        let (touched, changed) = if layout.factors.is_none() {
-            let before: Vec<[i32; 2]> = {
-                let (k, p) = (&*kppt, patterns.as_deref());
-                grads.par_iter().map(|&(i, _)| quantized::get(k, p, i as usize)).collect()
-            };
-            // In parallel over disjoint weight ranges (bit-identical to the sequential update).
-            let touched = {
-                let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
-                adagrad::apply_parallel(
-                    &self.adagrad,
-                    update_no,
-                    self.file.records_mut(),
-                    grads,
-                    Some(&mut q),
-                )
-            };
-            let (k, p) = (&*kppt, patterns.as_deref());
-            let changed: Vec<u32> = grads
-                .par_iter()
-                .zip(before.par_iter())
-                .filter(|&(&(i, _), b)| quantized::get(k, p, i as usize) != *b)
-                .map(|(&(i, _), _)| i)
-                .collect();
-            (touched, changed)
-        } else {
-            // Factored: the step is on the parameters, and every raw feature that depends
-            // on a changed parameter is recomputed (the same as `keima learn`).
-            let params = factors::param_gradient(&layout, grads, true);
-            let deps = factors::dependents(&layout, &params);
-            let before: Vec<[i32; 2]> = {
-                let (k, p) = (&*kppt, patterns.as_deref());
-                deps.par_iter().map(|&i| quantized::get(k, p, i as usize)).collect()
-            };
-            let records = self.file.records_mut();
-            let touched = factors::apply_params(&self.adagrad, update_no, &layout, records, &params);
-            let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
-            factors::refresh(&layout, records, &deps, &mut q);
-            let (k, p) = (&*kppt, patterns.as_deref());
-            let changed: Vec<u32> = deps
-                .par_iter()
-                .zip(before.par_iter())
-                .filter(|&(&i, b)| quantized::get(k, p, i as usize) != *b)
-                .map(|(&i, _)| i)
-                .collect();
-            (touched, changed)
+        // Factored: the step is on the parameters, and every raw feature that depends on a
+        // changed parameter is recomputed (the same as `keima learn`).
+        let factored = (!layout.factors.is_none()).then(|| factors::FactoredUpdate::plan(&layout, grads));
+        // The raw features whose quantized value may change, and their values before.
+        let candidates: Vec<u32> = match &factored {
+            Some(update) => update.dependents.clone(),
+            None => grads.iter().map(|&(i, _)| i).collect(),
         };
+        let before: Vec<[i32; 2]> = {
+            let (k, p) = (&*kppt, patterns.as_deref());
+            candidates.par_iter().map(|&i| quantized::get(k, p, i as usize)).collect()
+        };
+        let touched = {
+            let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
+            let records = self.file.records_mut();
+            match &factored {
+                Some(update) => update.step(&self.adagrad, update_no, &layout, records, Some(&mut q)),
+                // In parallel over disjoint weight ranges (bit-identical to the sequential update).
+                None => adagrad::apply_parallel(&self.adagrad, update_no, records, grads, Some(&mut q)),
+            }
+        };
+        let (k, p) = (&*kppt, patterns.as_deref());
+        let changed: Vec<u32> = candidates
+            .par_iter()
+            .zip(before.par_iter())
+            .filter(|&(&i, b)| quantized::get(k, p, i as usize) != *b)
+            .map(|(&i, _)| i)
+            .collect();
         let quantized_changed = changed.len();
         self.file.header.updates += 1;
         self.file.header.examples += examples;

@@ -197,11 +197,9 @@ pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> 
         }
         let kp = j - raw_end;
         let (k, p) = (kp / FE_END, kp % FE_END);
-        let mut variants = vec![(k, p)];
-        if layout.factors.mirror {
-            variants.push((mirror_square(k), mirror_piece(p)));
-        }
-        for (k, p) in variants {
+        let variants = [(k, p), (mirror_square(k), mirror_piece(p))];
+        let n = if layout.factors.mirror { 2 } else { 1 };
+        for &(k, p) in &variants[..n] {
             let white_view = flip(p as u16) as usize;
             for other in 0..81 {
                 out.push(kkp_index(k, other, p) as u32);
@@ -214,10 +212,43 @@ pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> 
     out
 }
 
-/// One factored AdaGrad update: parameter gradients from `raw` (see `param_gradient`),
-/// the step on every touched parameter, then the effective value of every dependent raw
-/// feature written into `quant`. Returns the number of parameters changed and the
-/// dependent raw features (those whose quantized value may have changed).
+/// What one factored update touches: the parameter gradients of a raw-feature gradient
+/// (see [`param_gradient`]) and the raw features that depend on those parameters (see
+/// [`dependents`]). The coordinator reads the dependents' quantized values before the
+/// [`step`](FactoredUpdate::step) to learn which ones changed.
+pub struct FactoredUpdate {
+    pub params: Vec<(u32, [f32; 2])>,
+    pub dependents: Vec<u32>,
+}
+
+impl FactoredUpdate {
+    pub fn plan(layout: &ParamLayout, raw: &[(u32, [f32; 2])]) -> FactoredUpdate {
+        let params = param_gradient(layout, raw, true);
+        let dependents = dependents(layout, &params);
+        FactoredUpdate { params, dependents }
+    }
+
+    /// The AdaGrad step on every touched parameter, then the effective value of every
+    /// dependent raw feature written into `quant`. Returns the number of parameters changed.
+    pub fn step(
+        &self,
+        cfg: &AdaGradConfig,
+        update_no: u64,
+        layout: &ParamLayout,
+        records: &mut [Record],
+        quant: Option<&mut Quantized>,
+    ) -> usize {
+        let touched = apply_params(cfg, update_no, layout, records, &self.params);
+        if let Some(q) = quant {
+            refresh(layout, records, &self.dependents, q);
+        }
+        touched
+    }
+}
+
+/// One factored AdaGrad update ([`FactoredUpdate::plan`] then its step). Returns the number
+/// of parameters changed and the dependent raw features (those whose quantized value may
+/// have changed).
 pub fn apply_factored(
     cfg: &AdaGradConfig,
     update_no: u64,
@@ -226,13 +257,9 @@ pub fn apply_factored(
     raw: &[(u32, [f32; 2])],
     quant: Option<&mut Quantized>,
 ) -> (usize, Vec<u32>) {
-    let params = param_gradient(layout, raw, true);
-    let touched = apply_params(cfg, update_no, layout, records, &params);
-    let deps = dependents(layout, &params);
-    if let Some(q) = quant {
-        refresh(layout, records, &deps, q);
-    }
-    (touched, deps)
+    let update = FactoredUpdate::plan(layout, raw);
+    let touched = update.step(cfg, update_no, layout, records, quant);
+    (touched, update.dependents)
 }
 
 /// The AdaGrad step on the parameters (`params` sorted and distinct): the raw part as

@@ -11,6 +11,7 @@ pub mod leaf_qsearch;
 pub mod limits;
 pub mod mate;
 pub mod movepick;
+pub mod qsearch;
 pub mod score;
 pub mod searcher;
 pub mod see;
