@@ -33,6 +33,9 @@ enum Command {
     Bench(commands::bench::BenchArgs),
     /// Run the engine with the USI protocol on stdin/stdout.
     Usi(commands::usi::UsiArgs),
+    /// Diversity of consulting players on held-out records: move agreement, distinct
+    /// candidate moves, GogiScat(C).
+    ConsultStats(commands::consult_stats::ConsultStatsArgs),
     /// Play a match between two USI engines; CSA records, W/D/L and Elo.
     Match(commands::match_cmd::MatchArgs),
     /// Generate teacher data (a PackedSfenValue shard) by self-play or from game records.
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Patterns(cmd) => commands::patterns::run(cmd),
         Command::Bench(cmd) => commands::bench::run(cmd),
         Command::Usi(args) => commands::usi::run(args),
+        Command::ConsultStats(args) => commands::consult_stats::run(args),
         Command::Match(args) => commands::match_cmd::run(args),
         Command::Gensfen(args) => commands::gensfen::run(args),
         Command::Weights(cmd) => commands::weights::run(cmd),

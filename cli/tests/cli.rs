@@ -117,3 +117,44 @@ fn bench_depth_at_a_node_budget_is_deterministic() {
     assert_ne!(code, 0);
     assert!(err.contains("--nodes"), "{err}");
 }
+
+/// `consult-stats` on a real game: without noise every player searches alike (one distinct
+/// move, GogiScat(1) = 0, the players agree with the record exactly when the consultation
+/// does); with a large noise the players disagree somewhere.
+#[test]
+fn consult_stats_measures_diversity() {
+    let records = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/records/pro/kifu09136.csa");
+    let run = |noise: &str| {
+        let args = [
+            "consult-stats",
+            "--records",
+            records,
+            "--players",
+            "4",
+            "--noise",
+            noise,
+            "--nodes",
+            "300",
+            "--min-ply",
+            "30",
+            "--max-positions",
+            "12",
+            "--json",
+        ];
+        let (code, out, err) = keima(&args);
+        assert_eq!(code, 0, "{err}");
+        json(&out)
+    };
+    let same = run("0");
+    assert_eq!(same["positions"], 12);
+    assert_eq!(same["players"], 4);
+    assert_eq!(same["mean_distinct_moves"], 1.0);
+    assert_eq!(same["gogi_scat"][0], 0.0);
+    assert_eq!(same["consult_agreement"], same["player_agreement"]);
+    let noisy = run("3000");
+    assert!(noisy["mean_distinct_moves"].as_f64().unwrap() > 1.0, "{noisy}");
+    assert!(noisy["gogi_scat"][0].as_f64().unwrap() > 0.0, "{noisy}");
+    let (code, _, err) = keima(&["consult-stats", "--records", records, "--consultation", "evals"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--eval-dir"), "{err}");
+}

@@ -5,6 +5,7 @@ mod bench_eval;
 mod bench_learn;
 mod bench_mate;
 mod bench_search;
+pub mod consult_stats;
 pub mod dobutsu;
 pub mod eval;
 pub mod export;

@@ -1,8 +1,9 @@
 //! Playing games: the USI engine protocol as a reusable state machine; match statistics
 //! (W/D/L, Elo with a confidence interval) with a CSA record writer; and an SPRT over game
-//! pairs.
+//! pairs; consultation (several players voting) and its diversity measures.
 
 pub mod consult;
+pub mod consult_stats;
 pub mod match_stats;
 pub mod sprt;
 pub mod usi_engine;
