@@ -230,3 +230,31 @@ fn two_workers_equal_single_process_learn(learn_keys: &str) {
     run_ok(&["learn", "--config", s(&lcfg), "--quiet"]);
     same_weights(&run.join("weights.kw"), &learn.join("weights.kw"));
 }
+
+fn worker(run: &Path, name: &str) -> Proc {
+    spawn_worker(run, name, &["--give-up-after", "60"])
+}
+
+/// `keima worker` connected to the run's coordinator, with `extra` arguments.
+fn spawn_worker(run: &Path, name: &str, extra: &[&str]) -> Proc {
+    let url = std::fs::read_to_string(run.join("coordinator.url")).unwrap();
+    let token = run.join("token");
+    let mut args = vec!["worker", "--coordinator", &url, "--token-file", s(&token), "--name", name];
+    args.extend_from_slice(extra);
+    spawn(&args)
+}
+
+fn finish(mut coordinator: Proc, run: &Path) -> (String, serde_json::Value) {
+    let (ok, out, err) = wait_exit(&mut coordinator, Duration::from_secs(240));
+    assert!(ok, "coordinator failed: {out}\n{err}");
+    // The final state, from the last checkpoint.
+    let ck = std::fs::read_dir(run.join("checkpoints"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .max()
+        .unwrap();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ck.join("state.json")).unwrap()).unwrap();
+    (out, state)
+}
