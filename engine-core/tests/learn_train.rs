@@ -463,3 +463,67 @@ fn shipped_learn_configs_parse() {
         }
     }
 }
+
+/// Bagging: a common phase, then one phase per player from the common weights; each phase
+/// learns exactly the records' draw counts (Poisson, fixed per record), the players end
+/// different from each other and from the common weights, and running the config again
+/// after the run, or with a phase's `done` mark lost, changes nothing.
+#[test]
+fn bagging_runs_a_common_phase_then_one_per_player() {
+    use engine_core::learn::bagging::{self, BagPhase, BaggingConfig, draw_count};
+    engine_core::rules::attacks::init();
+    let tmp = tmp_dir("bagging");
+    let dir = tmp.path();
+    let train = dir.join("train.shard");
+    let recs = game_records(12, 50, 5);
+    write_shard(&train, &recs);
+    let mut cfg = LearnConfig {
+        shards: vec![train.to_string_lossy().into_owned()],
+        out_dir: dir.join("bag"),
+        batch_size: 64,
+        shuffle_buffer: 128,
+        eval_every: 0,
+        checkpoint_every: 0,
+        deterministic: true,
+        threads: 1,
+        seed: 9,
+        bagging: BaggingConfig { players: 3, draws: 1.6, common: 1.0, phase: None },
+        ..LearnConfig::default()
+    };
+    cfg.learn.check_disk_space = false;
+    cfg.learn.loss.eval_limit = 32_000;
+    let (dirs, _) = bagging::run(&cfg, &mut |_, _| {}).unwrap();
+    let names: Vec<String> =
+        dirs.iter().map(|d| d.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["common", "player-01", "player-02", "player-03"]);
+
+    let records = to_records(&recs);
+    let weights = |name: &str| std::fs::read(dir.join("bag").join(name).join("weights.kw")).unwrap();
+    let mut seen = Vec::new();
+    for (phase, name) in
+        [(BagPhase::Common, "common"), (BagPhase::Player(1), "player-01"), (BagPhase::Player(2), "player-02")]
+    {
+        let drawn: u64 = records.iter().map(|r| draw_count(&cfg.bagging, cfg.seed, phase, r) as u64).sum();
+        let w = engine_core::learn::WeightFile::open(&dir.join("bag").join(name).join("weights.kw"), true)
+            .unwrap();
+        // Every draw is a training example (no record is skipped at this eval limit); a
+        // player's counter restarts from the common weights.
+        assert_eq!(w.header.examples, drawn, "{name}");
+        seen.push(drawn);
+    }
+    let n = records.len() as f64;
+    assert!((seen[0] as f64 - n).abs() < 0.2 * n, "common draws {} of {n} records at rate 1.0", seen[0]);
+    assert!(seen[1] > 0 && (seen[1] as f64) < 0.4 * n, "a player's draws {} at rate 0.2", seen[1]);
+    let (common, p1, p2, p3) =
+        (weights("common"), weights("player-01"), weights("player-02"), weights("player-03"));
+    assert_ne!(p1, common);
+    assert_ne!(p1, p2);
+    assert_ne!(p2, p3);
+
+    // Again: every phase is done, nothing changes.
+    bagging::run(&cfg, &mut |_, _| panic!("a finished phase trained again")).unwrap();
+    // A lost `done` mark: the phase resumes from its last checkpoint and ends the same.
+    std::fs::remove_file(dir.join("bag/player-02/done")).unwrap();
+    bagging::run(&cfg, &mut |_, _| {}).unwrap();
+    assert_eq!(weights("player-02"), p2);
+}

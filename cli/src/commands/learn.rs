@@ -2,7 +2,7 @@
 
 use super::CommandResult;
 use clap::Args;
-use engine_core::learn::{LearnConfig, Trainer};
+use engine_core::learn::{LearnConfig, Trainer, bagging};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,14 +44,12 @@ pub fn run(a: LearnArgs) -> CommandResult {
         if let Some(m) = a.max_updates {
             cfg.max_updates = m;
         }
+        if cfg.bagging.players > 0 {
+            return run_bagging(&cfg, a.quiet);
+        }
         Trainer::new(cfg)?
     };
-    let bar = if a.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} positions  {msg}  ETA {eta}")
-            .unwrap()
-            .progress_chars("=> "),
-    );
+    let bar = progress_bar(a.quiet);
     let start = std::time::Instant::now();
     let metrics = trainer.run(&mut |p| {
         if let Some(t) = p.records_total {
@@ -77,6 +75,42 @@ pub fn run(a: LearnArgs) -> CommandResult {
         metrics.mean_abs_eval_diff,
         trainer.out_dir().join(engine_core::learn::files::WEIGHTS_FILE).display(),
         trainer.out_dir().join(engine_core::learn::files::METRICS_FILE).display(),
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_bar(quiet: bool) -> ProgressBar {
+    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} positions  {msg}  ETA {eta}")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// `[bagging]`: the common phase, then one phase per player (see `learn::bagging`); run
+/// the same config again to continue an interrupted run.
+fn run_bagging(cfg: &LearnConfig, quiet: bool) -> CommandResult {
+    let bar = progress_bar(quiet);
+    let start = std::time::Instant::now();
+    let (dirs, last) = bagging::run(cfg, &mut |phase, p| {
+        if let Some(t) = p.records_total {
+            bar.set_length(t);
+        }
+        bar.set_position(p.records_before + p.records_done);
+        bar.set_message(format!("{}: update {}  loss {:.4}", phase.dir_name(), p.updates, p.batch_loss));
+    })?;
+    bar.finish_and_clear();
+    let loss =
+        last.map_or_else(|| "(all phases were already done)".to_string(), |m| format!("{:.4}", m.test_loss));
+    println!(
+        "bagging: {} players in {} ({} phases, {:.1}s); last phase's test loss {loss}; export each \
+         player with `keima export --weights DIR/weights.kw --out DIR/eval` for ConsultEvalDirs",
+        cfg.bagging.players,
+        cfg.out_dir.display(),
+        dirs.len(),
+        start.elapsed().as_secs_f64(),
     );
     Ok(ExitCode::SUCCESS)
 }

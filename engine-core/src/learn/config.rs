@@ -3,6 +3,7 @@
 //! `check_disk_space`; `keima learn` adds its loop keys at the top ([`LearnConfig`]). Every
 //! table refuses unknown keys, and every key has a default.
 
+use super::bagging::BaggingConfig;
 use super::factors::Factorization;
 use crate::config::{ConfigError, Migration, table_mut};
 use serde::{Deserialize, Serialize};
@@ -203,6 +204,8 @@ pub struct LearnConfig {
     pub threads: usize,
     /// One thread, sequential code paths (results are identical anyway; for tests).
     pub deterministic: bool,
+    /// `[bagging]`: P players for consultation from one data set (`learn::bagging`).
+    pub bagging: BaggingConfig,
     /// The shared tables and `check_disk_space`.
     #[serde(flatten)]
     pub learn: LearnSettings,
@@ -224,6 +227,7 @@ impl Default for LearnConfig {
             train_kpp: true,
             threads: 0,
             deterministic: false,
+            bagging: BaggingConfig::default(),
             learn: LearnSettings::default(),
         }
     }
@@ -263,6 +267,7 @@ impl LearnConfig {
         if self.batch_size == 0 {
             return Err(ConfigError::invalid("batch_size", "must be at least 1"));
         }
+        self.bagging.check()?;
         self.learn.check()
     }
 }

@@ -10,6 +10,7 @@
 //! as an uninterrupted one.
 
 use super::adagrad::{self, Quantized};
+use super::bagging;
 use super::checkpoint::{self, CheckpointError, CheckpointState, StateError};
 use super::config::LearnConfig;
 use super::data::{Rng, ShuffleStream, manifest_records, resolve_shards};
@@ -318,6 +319,26 @@ impl Trainer {
         Ok(d)
     }
 
+    /// The next batch and the number of stream records it took. Bagging (`cfg.bagging.phase`)
+    /// repeats each record its draw count times (all copies in one batch, so the cursor
+    /// stays exact) and fills the batch to `batch_size` draws.
+    fn next_batch(&self, stream: &mut ShuffleStream) -> Result<(Vec<TeacherRecord>, u64), String> {
+        let Some(phase) = self.cfg.bagging.phase else {
+            let batch = stream.next_batch(self.cfg.batch_size)?;
+            let n = batch.len() as u64;
+            return Ok((batch, n));
+        };
+        let (mut batch, mut consumed) = (Vec::with_capacity(self.cfg.batch_size), 0);
+        while batch.len() < self.cfg.batch_size {
+            let Some(r) = stream.next_record()? else { break };
+            consumed += 1;
+            for _ in 0..bagging::draw_count(&self.cfg.bagging, self.cfg.seed, phase, &r) {
+                batch.push(r);
+            }
+        }
+        Ok((batch, consumed))
+    }
+
     /// Trains until the epochs are done or `max_updates` is reached; writes metrics,
     /// checkpoints, and flushes the weights. Returns the final validation metrics.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Progress)) -> Result<ValidationMetrics, String> {
@@ -343,14 +364,17 @@ impl Trainer {
                     stopped = true;
                     break;
                 }
-                let batch = stream.next_batch(self.cfg.batch_size)?;
-                if batch.is_empty() {
+                let (batch, consumed) = self.next_batch(&mut stream)?;
+                if consumed == 0 {
                     break;
                 }
-                let (stats, _) = self.train_batch(&batch);
-                self.state.emitted += batch.len() as u64;
+                self.state.emitted += consumed;
                 self.state.rng = stream.rng().0;
-                records_done += batch.len() as u64;
+                records_done += consumed;
+                if batch.is_empty() {
+                    continue; // bagging drew none of the last records
+                }
+                let (stats, _) = self.train_batch(&batch);
                 progress(&Progress {
                     updates: self.state.updates,
                     epoch: self.state.epoch,
