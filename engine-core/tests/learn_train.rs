@@ -487,7 +487,7 @@ fn bagging_runs_a_common_phase_then_one_per_player() {
         deterministic: true,
         threads: 1,
         seed: 9,
-        bagging: BaggingConfig { players: 3, draws: 1.6, common: 1.0, phase: None },
+        bagging: BaggingConfig { players: 3, draws: 1.6, common: 1.0, ..BaggingConfig::default() },
         ..LearnConfig::default()
     };
     cfg.learn.check_disk_space = false;
@@ -526,4 +526,56 @@ fn bagging_runs_a_common_phase_then_one_per_player() {
     std::fs::remove_file(dir.join("bag/player-02/done")).unwrap();
     bagging::run(&cfg, &mut |_, _| {}).unwrap();
     assert_eq!(weights("player-02"), p2);
+}
+
+/// MNCL: with λ > 0, player 2 learns its own sample while pushed away from player 1, so it
+/// ends farther from player 1 (over the weights it touched) than plain bagging's player 2;
+/// player 1 has no earlier player and ends identical.
+#[test]
+fn mncl_pushes_a_later_player_away_from_the_earlier_ones() {
+    use engine_core::learn::WeightFile;
+    use engine_core::learn::bagging::{self, BaggingConfig};
+    engine_core::rules::attacks::init();
+    let tmp = tmp_dir("mncl");
+    let dir = tmp.path();
+    let train = dir.join("train.shard");
+    write_shard(&train, &game_records(12, 50, 6));
+    let run = |name: &str, ncl_lambda: f64| {
+        let mut cfg = LearnConfig {
+            shards: vec![train.to_string_lossy().into_owned()],
+            out_dir: dir.join(name),
+            batch_size: 64,
+            shuffle_buffer: 128,
+            eval_every: 0,
+            checkpoint_every: 0,
+            deterministic: true,
+            threads: 1,
+            seed: 4,
+            bagging: BaggingConfig {
+                players: 2,
+                draws: 2.0,
+                common: 0.5,
+                ncl_lambda,
+                ..BaggingConfig::default()
+            },
+            ..LearnConfig::default()
+        };
+        cfg.learn.check_disk_space = false;
+        bagging::run(&cfg, &mut |_, _| {}).unwrap();
+        let open = |p: &str| WeightFile::open(&dir.join(name).join(p).join("weights.kw"), false).unwrap();
+        (open("player-01"), open("player-02"))
+    };
+    let (plain1, plain2) = run("plain", 0.0);
+    let (ncl1, ncl2) = run("ncl", 0.05);
+    assert_eq!(plain1.records(), ncl1.records(), "player 1 has no earlier player to differ from");
+    let distance = |a: &WeightFile, b: &WeightFile| -> f64 {
+        a.records()
+            .iter()
+            .zip(b.records())
+            .map(|(x, y)| ((x[0] - y[0]) as f64).powi(2) + ((x[1] - y[1]) as f64).powi(2))
+            .sum()
+    };
+    let (d_plain, d_ncl) = (distance(&plain1, &plain2), distance(&ncl1, &ncl2));
+    assert!(d_plain > 0.0);
+    assert!(d_ncl > d_plain, "MNCL distance {d_ncl} <= plain {d_plain}");
 }

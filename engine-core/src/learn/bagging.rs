@@ -11,6 +11,15 @@
 //! `(draws − common) / players`. Records are drawn, not games (a teacher shard does not
 //! mark game boundaries).
 //!
+//! MNCL (model-based negative correlation learning): with `ncl_lambda` > 0, player i ≥ 2
+//! minimises its loss − (λ / 2(i−1)) Σ_{j<i} ‖v_i − v_j‖² + (C/2)‖v_i‖², so its gradient
+//! gains −λ(v_i − v̄) + C·v_i per example, v̄ being the mean of the earlier players' final
+//! weights (read from their memory-mapped files). The players run in order, so v̄ is fixed
+//! while player i learns. The term is added only at the weights the batch's gradient
+//! touches, times the batch's examples: a weight no example of player i activates is not
+//! pulled (no lazy correction), which keeps an update sparse and as cheap as without it.
+//! Not with dimension reduction (the term is on raw weights).
+//!
 //! A run is a sequence of ordinary `keima learn` phases in `out_dir`: `common/`, then
 //! `player-01/` … each starting from the common weights (copied, AdaGrad state kept). A
 //! phase that finished is marked by a `done` file; run the same config again to continue
@@ -20,6 +29,7 @@ use super::config::LearnConfig;
 use super::files::{CHECKPOINTS_DIR, WEIGHTS_FILE};
 use super::trainer::{Progress, Trainer};
 use super::validation::ValidationMetrics;
+use super::weights::{Record, WeightFile};
 use crate::config::ConfigError;
 use crate::teacher::TeacherRecord;
 use serde::{Deserialize, Serialize};
@@ -35,6 +45,10 @@ pub struct BaggingConfig {
     pub draws: f64,
     /// Draws K learned by every player, as a multiple of N (research: 25,000 / 20,000).
     pub common: f64,
+    /// MNCL's λ (0 = plain bagging). The research: 1e-6 helped, 1e-4 diverged (its scale).
+    pub ncl_lambda: f64,
+    /// MNCL's C: a pull of every touched weight toward 0 against divergence.
+    pub ncl_c: f64,
     /// Set by the bagging run for each phase's trainer (stored in its checkpoints); not
     /// for config files.
     pub phase: Option<BagPhase>,
@@ -42,7 +56,7 @@ pub struct BaggingConfig {
 
 impl Default for BaggingConfig {
     fn default() -> Self {
-        BaggingConfig { players: 0, draws: 2.0, common: 1.25, phase: None }
+        BaggingConfig { players: 0, draws: 2.0, common: 1.25, ncl_lambda: 0.0, ncl_c: 0.0, phase: None }
     }
 }
 
@@ -86,7 +100,16 @@ impl BaggingConfig {
                 ),
             ));
         }
+        let ncl = [self.ncl_lambda, self.ncl_c];
+        if ncl.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(ConfigError::invalid("[bagging] ncl_lambda, ncl_c", "must be finite and >= 0"));
+        }
         Ok(())
+    }
+
+    /// Whether MNCL's term is on.
+    pub fn ncl(&self) -> bool {
+        self.players > 0 && (self.ncl_lambda > 0.0 || self.ncl_c > 0.0)
     }
 
     /// The mean number of times a record is drawn in `phase`.
@@ -133,6 +156,48 @@ fn splitmix(x: u64) -> u64 {
 /// How many times `record` is drawn in `phase` of a run seeded `seed`.
 pub fn draw_count(cfg: &BaggingConfig, seed: u64, phase: BagPhase, record: &TeacherRecord) -> u32 {
     poisson_quantile(cfg.rate(phase), record_uniform(seed, phase, record))
+}
+
+/// MNCL's gradient at one weight: `examples` × (−λ(v − mean) + C·v).
+pub fn ncl_gradient(v: f32, mean: f32, lambda: f64, c: f64, examples: f64) -> f32 {
+    (examples * (-lambda * (v as f64 - mean as f64) + c * v as f64)) as f32
+}
+
+/// The earlier players' weight files of an MNCL player phase.
+pub struct NclPeers {
+    peers: Vec<WeightFile>,
+    lambda: f64,
+    c: f64,
+}
+
+impl NclPeers {
+    /// `Some` for player i ≥ 2 of a run with MNCL on (player 1 has no earlier player).
+    pub fn open(cfg: &LearnConfig) -> Result<Option<NclPeers>, String> {
+        let Some(BagPhase::Player(i)) = cfg.bagging.phase else { return Ok(None) };
+        if !cfg.bagging.ncl() || i < 2 {
+            return Ok(None);
+        }
+        let run = cfg.out_dir.parent().ok_or("a bagging phase's out_dir has a parent")?;
+        let peers = (1..i)
+            .map(|j| {
+                let path = run.join(BagPhase::Player(j).dir_name()).join(WEIGHTS_FILE);
+                WeightFile::open(&path, false).map_err(|e| format!("MNCL peer {}: {e}", path.display()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(NclPeers { peers, lambda: cfg.bagging.ncl_lambda, c: cfg.bagging.ncl_c }))
+    }
+
+    /// Adds the term to every entry of a batch gradient (`own`: this player's weights).
+    pub fn add_to(&self, own: &[Record], entries: &mut [(u32, [f32; 2])], examples: u64) {
+        let n = self.peers.len() as f32;
+        for (i, g) in entries.iter_mut() {
+            let i = *i as usize;
+            for part in 0..2 {
+                let mean = self.peers.iter().map(|p| p.records()[i][part]).sum::<f32>() / n;
+                g[part] += ncl_gradient(own[i][part], mean, self.lambda, self.c, examples as f64);
+            }
+        }
+    }
 }
 
 /// Where a finished phase leaves its mark.
@@ -216,7 +281,7 @@ mod tests {
 
     #[test]
     fn rates_and_checks() {
-        let c = BaggingConfig { players: 10, draws: 2.0, common: 1.25, phase: None };
+        let c = BaggingConfig { players: 10, draws: 2.0, common: 1.25, ..BaggingConfig::default() };
         assert_eq!(c.rate(BagPhase::Common), 1.25);
         assert!((c.rate(BagPhase::Player(3)) - 0.075).abs() < 1e-12);
         assert!(c.check().is_ok());
@@ -225,5 +290,16 @@ mod tests {
         // Off: nothing is checked.
         assert!(BaggingConfig { players: 0, draws: -1.0, ..c }.check().is_ok());
         assert_eq!(BagPhase::Player(7).dir_name(), "player-07");
+        assert!(BaggingConfig { ncl_lambda: -1.0, ..c }.check().is_err());
+        assert!(!c.ncl() && BaggingConfig { ncl_c: 0.1, ..c }.ncl());
+    }
+
+    #[test]
+    fn ncl_gradient_is_the_objectives() {
+        // v = 3, mean 1: the λ term pushes away from the mean (gradient −λ·2 per example),
+        // the C term toward 0 (C·3); 10 examples.
+        assert!((ncl_gradient(3.0, 1.0, 0.5, 0.0, 10.0) - -10.0).abs() < 1e-6);
+        assert!((ncl_gradient(3.0, 1.0, 0.0, 0.25, 10.0) - 7.5).abs() < 1e-6);
+        assert_eq!(ncl_gradient(2.0, 2.0, 1.0, 0.0, 5.0), 0.0);
     }
 }

@@ -268,6 +268,12 @@ impl LearnConfig {
             return Err(ConfigError::invalid("batch_size", "must be at least 1"));
         }
         self.bagging.check()?;
+        if self.bagging.ncl() && !self.learn.init.factors.is_none() {
+            return Err(ConfigError::invalid(
+                "[bagging] ncl_lambda",
+                "MNCL works on raw weights: not with [init] factors",
+            ));
+        }
         self.learn.check()
     }
 }

@@ -115,6 +115,8 @@ pub struct Trainer {
     metrics_path: PathBuf,
     last_metrics_at: Option<u64>,
     last_checkpoint_at: Option<u64>,
+    /// MNCL: the earlier players of a bagging run (`bagging::NclPeers`).
+    ncl: Option<bagging::NclPeers>,
 }
 
 impl Trainer {
@@ -176,6 +178,7 @@ impl Trainer {
         let threads = if cfg.deterministic { 1 } else { cfg.threads };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| e.to_string())?;
         let out_dir = cfg.out_dir.clone();
+        let ncl = bagging::NclPeers::open(&cfg)?;
         Ok(Trainer {
             metrics_path: out_dir.join(METRICS_FILE),
             out_dir,
@@ -188,6 +191,7 @@ impl Trainer {
             cfg,
             last_metrics_at: None,
             last_checkpoint_at: None,
+            ncl,
         })
     }
 
@@ -209,8 +213,11 @@ impl Trainer {
         let loss = self.cfg.learn.loss;
         let parallel = !self.cfg.deterministic;
         let ev = self.evaluator.clone();
-        let g = self.pool.install(|| gradient::batch_gradient(&ev, batch, &loss, parallel));
+        let mut g = self.pool.install(|| gradient::batch_gradient(&ev, batch, &loss, parallel));
         drop(ev);
+        if let Some(peers) = &self.ncl {
+            peers.add_to(self.weights.records(), &mut g.entries, g.stats.used);
+        }
         let touched = if self.cfg.train_kpp {
             self.apply(&g.entries)
         } else {
