@@ -464,6 +464,30 @@ fn shipped_learn_configs_parse() {
     }
 }
 
+/// A small deterministic bagging config over `train`, writing to `out`.
+fn bagging_config(
+    train: &std::path::Path,
+    out: std::path::PathBuf,
+    seed: u64,
+    bagging: engine_core::learn::bagging::BaggingConfig,
+) -> LearnConfig {
+    let mut cfg = LearnConfig {
+        shards: vec![train.to_string_lossy().into_owned()],
+        out_dir: out,
+        batch_size: 64,
+        shuffle_buffer: 128,
+        eval_every: 0,
+        checkpoint_every: 0,
+        deterministic: true,
+        threads: 1,
+        seed,
+        bagging,
+        ..LearnConfig::default()
+    };
+    cfg.learn.check_disk_space = false;
+    cfg
+}
+
 /// Bagging: a common phase, then one phase per player from the common weights; each phase
 /// learns exactly the records' draw counts (Poisson, fixed per record), the players end
 /// different from each other and from the common weights, and running the config again
@@ -477,20 +501,12 @@ fn bagging_runs_a_common_phase_then_one_per_player() {
     let train = dir.join("train.shard");
     let recs = game_records(12, 50, 5);
     write_shard(&train, &recs);
-    let mut cfg = LearnConfig {
-        shards: vec![train.to_string_lossy().into_owned()],
-        out_dir: dir.join("bag"),
-        batch_size: 64,
-        shuffle_buffer: 128,
-        eval_every: 0,
-        checkpoint_every: 0,
-        deterministic: true,
-        threads: 1,
-        seed: 9,
-        bagging: BaggingConfig { players: 3, draws: 1.6, common: 1.0, ..BaggingConfig::default() },
-        ..LearnConfig::default()
-    };
-    cfg.learn.check_disk_space = false;
+    let mut cfg = bagging_config(
+        &train,
+        dir.join("bag"),
+        9,
+        BaggingConfig { players: 3, draws: 1.6, common: 1.0, ..BaggingConfig::default() },
+    );
     cfg.learn.loss.eval_limit = 32_000;
     let (dirs, _) = bagging::run(&cfg, &mut |_, _| {}).unwrap();
     let names: Vec<String> =
@@ -541,26 +557,12 @@ fn mncl_pushes_a_later_player_away_from_the_earlier_ones() {
     let train = dir.join("train.shard");
     write_shard(&train, &game_records(12, 50, 6));
     let run = |name: &str, ncl_lambda: f64| {
-        let mut cfg = LearnConfig {
-            shards: vec![train.to_string_lossy().into_owned()],
-            out_dir: dir.join(name),
-            batch_size: 64,
-            shuffle_buffer: 128,
-            eval_every: 0,
-            checkpoint_every: 0,
-            deterministic: true,
-            threads: 1,
-            seed: 4,
-            bagging: BaggingConfig {
-                players: 2,
-                draws: 2.0,
-                common: 0.5,
-                ncl_lambda,
-                ..BaggingConfig::default()
-            },
-            ..LearnConfig::default()
-        };
-        cfg.learn.check_disk_space = false;
+        let cfg = bagging_config(
+            &train,
+            dir.join(name),
+            4,
+            BaggingConfig { players: 2, draws: 2.0, common: 0.5, ncl_lambda, ..BaggingConfig::default() },
+        );
         bagging::run(&cfg, &mut |_, _| {}).unwrap();
         let open = |p: &str| WeightFile::open(&dir.join(name).join(p).join("weights.kw"), false).unwrap();
         (open("player-01"), open("player-02"))
