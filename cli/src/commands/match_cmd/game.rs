@@ -5,7 +5,7 @@ use super::Ctx;
 use super::limit::Limit;
 use super::tally::{Fault, Tally};
 use crate::usi_client::{BestMove, ClientError, UsiClient};
-use engine_core::records::{CsaEnd, CsaRecord, csa_write::csa_time};
+use engine_core::records::csa_write::{CsaEnd, CsaRecord, csa_time};
 use engine_core::rules::game::{GameRules, can_declare_win};
 use engine_core::rules::{Color, Game, GameEnd};
 use indicatif::ProgressBar;
@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
+/// One finished game, as the summary lists it.
 pub(super) struct GameReport {
     pub(super) game: usize,
     pub(super) opening: usize,
@@ -33,7 +34,7 @@ pub(super) struct GameReport {
 
 /// Hands out the next game number, or `None` when there is none left. Once `stop` is set
 /// only the partner of a game already handed out is given, so every started pair completes.
-pub(super) fn claim(next: &AtomicUsize, games: usize, stop: &AtomicBool) -> Option<usize> {
+fn claim(next: &AtomicUsize, games: usize, stop: &AtomicBool) -> Option<usize> {
     let mut g = next.load(Ordering::SeqCst);
     loop {
         if g >= games || (g.is_multiple_of(2) && stop.load(Ordering::SeqCst)) {

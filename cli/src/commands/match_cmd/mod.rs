@@ -10,6 +10,9 @@
 //! byoyomi (what `keima usi`'s time manager assumes); past that plus `--time-margin` it
 //! loses on time. Afterwards remaining = max(0, remaining + increment - used): byoyomi is
 //! use-it-or-lose-it.
+//!
+//! Here: the arguments, the openings and the run; `limit` is what bounds a move, `game`
+//! plays the games, `tally` counts them (and runs the SPRT), `report` prints the summary.
 
 mod game;
 mod limit;
@@ -55,8 +58,9 @@ pub struct MatchArgs {
     /// decides.
     #[arg(long, default_value_t = 2)]
     games: usize,
-    /// Openings, one USI position a line (`startpos moves ...` or `sfen ... moves ...`);
-    /// without it every game starts from the initial position.
+    /// Openings, one position a line as the USI `position` command takes it (`startpos
+    /// moves ...`, `sfen ... moves ...`, a bare SFEN), or a CSA/KIF/KI2 record file; without
+    /// it every game starts from the initial position.
     #[arg(long)]
     openings: Option<PathBuf>,
     /// Index (from 0) of the first opening used; later games take the following ones and
@@ -109,6 +113,7 @@ pub struct MatchArgs {
     json: bool,
 }
 
+/// The opening of a game pair: its number in the (shuffled) file, and where it starts.
 struct Opening {
     index: usize,
     /// `startpos` or `sfen <sfen>`.
@@ -117,11 +122,13 @@ struct Opening {
     moves: Vec<Move>,
 }
 
+/// How to start an engine: its command line and the USI options to set.
 struct EngineSpec {
     argv: Vec<String>,
     options: Vec<(String, String)>,
 }
 
+/// What every game thread shares.
 struct Ctx<'a> {
     args: &'a MatchArgs,
     engines: [EngineSpec; 2],
