@@ -88,6 +88,50 @@ fn positions_are_taken_the_usi_way() {
     assert!(err.contains("move 2 (7g7f)"), "{err}");
 }
 
+/// `keima eval` prints the same for a position given as moves from the start as for the
+/// SFEN it reaches (so do `moves` and `perft`), and refuses a bad position with an error
+/// naming the flag and what is wrong.
+#[test]
+fn eval_of_moves_equals_eval_of_the_sfen_reached() {
+    let cases = [
+        ("startpos moves 7g7f 3c3d", "lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3"),
+        (
+            "startpos moves 7g7f 3c3d 8h2b+",
+            "lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4",
+        ),
+    ];
+    for (moves, sfen) in cases {
+        for command in
+            [&["eval"][..], &["eval", "--json"], &["moves", "--json"], &["perft", "--depth", "2", "--json"]]
+        {
+            let run = |position: &str| {
+                let (code, out, err) = keima(&[command, &["--sfen", position]].concat());
+                assert_eq!(code, 0, "{command:?} {position}: {err}");
+                // perft's timing is the one field that may differ.
+                match serde_json::from_str::<serde_json::Value>(&out) {
+                    Ok(mut v) if v.get("seconds").is_some() => {
+                        v["seconds"] = serde_json::Value::Null;
+                        v.to_string()
+                    }
+                    _ => out,
+                }
+            };
+            assert_eq!(run(moves), run(sfen), "{command:?}: {moves} vs {sfen}");
+            assert_eq!(run(moves), run(&format!("sfen {sfen}")), "{command:?}: {moves} vs sfen {sfen}");
+        }
+    }
+    for (bad, needle) in [
+        ("startpos moves 7g7f 5a5c", "move 2 (5a5c)"),
+        ("startpos moves 7g7f 3c3", "move 2 (3c3)"),
+        ("sfen lnsgkgsnl/1r5b1 b - 1", "ranks"),
+        ("moves 7g7f", "expected `startpos`"),
+    ] {
+        let (code, out, err) = keima(&["eval", "--sfen", bad]);
+        assert_ne!(code, 0, "{bad}: {out}");
+        assert!(err.contains("--sfen") && err.contains(needle), "{bad}: {err}");
+    }
+}
+
 #[test]
 fn eval_with_missing_eval_dir_names_the_file() {
     let (code, _, err) = keima(&["eval", "--eval", "/nonexistent-keima-dir", "--json"]);

@@ -1,6 +1,6 @@
 //! `keima match` with keima against itself: a short, fast match that writes CSA records.
 
-use engine_core::play::match_stats::csa_piece;
+use engine_core::records::csa::csa_piece;
 use engine_core::records::{Outcome, load_file};
 use engine_core::rules::{PieceType, Position, Square};
 use std::process::Command;

@@ -3,26 +3,13 @@
 
 use crate::config::{SelfPlaySection, TrainConfig};
 use crate::queue::ShardSpec;
-use engine_core::teacher::ShardReader;
+use engine_core::teacher::{Opening, ShardReader};
 use std::path::{Path, PathBuf};
 
-/// The opening lines of `[selfplay] openings` (each checked to be a legal USI line).
+/// The openings of `[selfplay] openings` as the USI lines the shards carry.
 pub fn load_openings(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("openings {}: {e}", path.display()))?;
-    let mut v = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        engine_core::teacher::gensfen::Opening::parse_usi(line)
-            .map_err(|e| format!("openings {} line {}: {e}", path.display(), n + 1))?;
-        v.push(line.to_string());
-    }
-    if v.is_empty() {
-        return Err(format!("openings {}: no opening lines", path.display()));
-    }
-    Ok(v)
+    let openings = engine_core::teacher::load_openings(path).map_err(|e| format!("openings {e}"))?;
+    Ok(openings.iter().map(Opening::to_usi_line).collect())
 }
 
 /// Records readable from a teacher shard (valid ones, as a worker's reader counts them).
@@ -35,34 +22,10 @@ fn count_records(path: &Path) -> Result<u64, String> {
     Ok(n)
 }
 
+/// The `[records]` files, sorted by their path text (the shards' file groups follow it).
 fn record_files(paths: &[PathBuf]) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut stack = vec![p.clone()];
-            while let Some(d) = stack.pop() {
-                let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
-                    .map_err(|e| format!("{}: {e}", d.display()))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .collect();
-                entries.sort();
-                for e in entries {
-                    if e.is_dir() {
-                        stack.push(e);
-                    } else if let Some(ext) = e.extension().and_then(|x| x.to_str())
-                        && ["csa", "kif", "kifu", "ki2", "ki2u", "usi", "sfen"]
-                            .contains(&ext.to_lowercase().as_str())
-                    {
-                        out.push(e.to_string_lossy().to_string());
-                    }
-                }
-            }
-        } else if p.is_file() {
-            out.push(p.to_string_lossy().to_string());
-        } else {
-            return Err(format!("[records] {}: no such file or directory", p.display()));
-        }
-    }
+    let files = engine_core::records::record_files(paths).map_err(|e| format!("[records] {e}"))?;
+    let mut out: Vec<String> = files.iter().map(|p| p.to_string_lossy().to_string()).collect();
     out.sort();
     Ok(out)
 }
@@ -114,7 +77,7 @@ pub fn selfplay_specs<'a>(
 ) -> impl Iterator<Item = ShardSpec> + 'a {
     (0..s.shards).map(move |i| {
         let seed = engine_core::teacher::gensfen::game_seed(seed, 1_000_000 + i);
-        let mut rng = engine_core::teacher::gensfen::Rng::new(seed);
+        let mut rng = engine_core::rng::Xoshiro256::new(seed);
         let picked = if openings.is_empty() {
             Vec::new()
         } else {

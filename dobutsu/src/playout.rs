@@ -18,11 +18,9 @@ pub struct Rng(u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        // splitmix64 scramble so that nearby seeds give unrelated streams
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng((z ^ (z >> 31)) | 1)
+        // Mixed so that nearby seeds give unrelated streams; odd, as xorshift needs a
+        // non-zero state.
+        Rng(engine_core::rng::mix64(seed) | 1)
     }
     pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;

@@ -9,6 +9,7 @@ pub mod learn;
 pub mod mmap;
 pub mod play;
 pub mod records;
+pub mod rng;
 pub mod rules;
 pub mod search;
 pub mod teacher;

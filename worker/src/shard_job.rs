@@ -54,7 +54,10 @@ pub fn run(
     let (records, psvs): (Vec<TeacherRecord>, Vec<PackedSfenValue>) = match &spec {
         ShardSpec::SelfPlay { seed, games, openings, search, play } => {
             let cfg = GensfenConfig::selfplay(*search, *play, *seed);
-            let openings = openings.iter().map(|l| Opening::parse_usi(l)).collect::<Result<Vec<_>, _>>()?;
+            let openings = openings
+                .iter()
+                .map(|l| Opening::parse_usi(l).map_err(|e| format!("opening {l:?}: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
             let mut workers = searchers(evaluator, threads, *games as usize);
             let (psvs, st) = run_selfplay(&mut workers, &cfg, &openings, *games as u64, Vec::new(), |st| {
                 progress.store(st.positions_written, Ordering::Relaxed)

@@ -8,10 +8,9 @@
 //! searches can be compared on a busy machine; depth at a time is that at nodes/s × time.
 
 use super::CommandResult;
-use super::records::collect_files;
 use engine_core::eval::Evaluator;
 use engine_core::eval::kppt_file::load_kppt_dir;
-use engine_core::records::load_file;
+use engine_core::records::{load_file, record_files};
 use engine_core::rules::{Move, Position};
 use engine_core::search::{Limits, Searcher, TranspositionTable};
 use std::path::Path;
@@ -27,7 +26,7 @@ const MIN_GAME_MOVES: usize = 100;
 /// The positions of the suite, each with the moves that led to it (for repetitions).
 fn suite(records: &Path) -> Result<Vec<(Position, Vec<Move>)>, String> {
     let mut out = Vec::new();
-    for file in collect_files(&[records.to_path_buf()])? {
+    for file in record_files(&[records.to_path_buf()]).map_err(|e| e.to_string())? {
         let games = load_file(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         for g in games {
             let line = g.main_line();

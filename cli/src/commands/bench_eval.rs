@@ -2,6 +2,7 @@
 //! recomputation, with and without pattern features.
 
 use super::CommandResult;
+use super::bench::{SHARED_OPENINGS, shared_openings};
 use engine_core::eval::patterns::{Band, ExtractConfig, PatternCounter, PatternSet, file as pattern_file};
 use engine_core::eval::{Evaluator, KpptTables};
 use engine_core::rules::{Move, Position};
@@ -10,7 +11,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-const OPENINGS: &str = "../shared/data/openings/records2016_10818.sfen";
 const RESEARCH_PATTERN_COUNT: usize = 10_924;
 
 fn random_games(count: usize, plies: usize) -> Vec<Vec<Move>> {
@@ -36,32 +36,26 @@ fn random_games(count: usize, plies: usize) -> Vec<Vec<Move>> {
     games
 }
 
-fn default_patterns(games: &[Vec<Move>]) -> (PatternSet, String) {
+fn default_patterns(games: &[Vec<Move>]) -> Result<(PatternSet, String), String> {
     let mut counter =
         PatternCounter::new(ExtractConfig { size: 3, relative: false, samples_per_position: 16, seed: 1 });
-    let source = match std::fs::read_to_string(OPENINGS) {
-        Ok(text) => {
-            for line in text.lines() {
-                let mut pos = Position::startpos();
-                for token in line.split_whitespace().skip(2) {
-                    match pos.parse_usi_move(token) {
-                        Ok(m) => {
-                            pos.do_move(m);
-                            counter.observe(&pos);
-                        }
-                        Err(_) => break,
-                    }
-                }
-            }
-            format!("extracted from {OPENINGS}")
+    let mut observe_line = |start: Position, moves: &[Move]| {
+        let mut pos = start;
+        for &m in moves {
+            pos.do_move(m);
+            counter.observe(&pos);
         }
-        Err(_) => {
+    };
+    let source = match shared_openings()? {
+        Some(openings) => {
+            for o in &openings {
+                observe_line(o.start, &o.moves);
+            }
+            format!("extracted from {SHARED_OPENINGS}")
+        }
+        None => {
             for g in games {
-                let mut pos = Position::startpos();
-                for &m in g {
-                    pos.do_move(m);
-                    counter.observe(&pos);
-                }
+                observe_line(Position::startpos(), g);
             }
             "extracted from the random games".to_string()
         }
@@ -71,7 +65,7 @@ fn default_patterns(games: &[Vec<Move>]) -> (PatternSet, String) {
     let n = ex.kept.len();
     // Non-zero weights so that no work can be skipped.
     let weights = (0..n).map(|i| (i as i32 % 61) - 30).collect();
-    (PatternSet::new(ex.kept.into_iter().map(|(p, _)| p).collect(), weights), source)
+    Ok((PatternSet::new(ex.kept.into_iter().map(|(p, _)| p).collect(), weights), source))
 }
 
 /// Replays every game forward (do_move + evaluate); returns (moves, seconds per game,
@@ -163,7 +157,7 @@ pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult
         Some(path) => {
             (pattern_file::load(&path).map_err(|e| e.to_string())?, format!("loaded from {}", path.display()))
         }
-        None => default_patterns(&games),
+        None => default_patterns(&games)?,
     };
     let mut visited = 0usize;
     let mut moves_seen = 0usize;

@@ -5,19 +5,18 @@
 //! and the peak resident memory of the process (VmHWM).
 
 use super::CommandResult;
+use super::bench::shared_openings;
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient;
 use engine_core::learn::{LearnConfig, Trainer};
 use engine_core::teacher::gensfen::{
-    GensfenConfig, Opening, SearchLimit, SelfPlayGames, TeacherSearch, Worker, run_selfplay,
+    GensfenConfig, SearchLimit, SelfPlayGames, TeacherSearch, Worker, run_selfplay,
 };
 use engine_core::teacher::{PackedSfenValue, ShardReader, ShardSettings, ShardWriter, TeacherRecord};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-
-const OPENINGS: &str = "../shared/data/openings/records2016_10818.sfen";
 
 /// Peak and current resident set size in bytes, from /proc/self/status (Linux).
 pub fn memory_status() -> (Option<u64>, Option<u64>) {
@@ -49,10 +48,7 @@ pub fn cpu_seconds() -> f64 {
 /// Self-play teacher data with the material-only evaluation (1,000 nodes a move), written to
 /// `path`, until at least `positions` records exist.
 fn generate_shard(path: &Path, positions: usize, threads: usize) -> Result<(), String> {
-    let openings: Vec<Opening> = match std::fs::read_to_string(OPENINGS) {
-        Ok(text) => text.lines().filter_map(|l| Opening::parse_usi(l).ok()).collect(),
-        Err(_) => Vec::new(),
-    };
+    let openings = shared_openings()?.unwrap_or_default();
     let cfg = GensfenConfig::selfplay(
         TeacherSearch { limit: SearchLimit::Nodes(1000), write_minply: 25, ..TeacherSearch::default() },
         SelfPlayGames { random_moves: if openings.is_empty() { 8 } else { 0 }, ..SelfPlayGames::default() },

@@ -5,13 +5,12 @@
 //! player, as a move in a game would be (`--nodes` or `--depth` per player).
 
 use super::CommandResult;
-use super::records::collect_files;
 use clap::{Args, ValueEnum};
 use engine_core::eval::Evaluator;
 use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::play::consult::{self, ConsultOptions, Mode, Vote};
 use engine_core::play::consult_stats::{DiversityStats, HeldOut, measure};
-use engine_core::records::load_file;
+use engine_core::records::{load_file, record_files};
 use engine_core::rules::{Move, Position};
 use engine_core::search::Limits;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -92,7 +91,7 @@ fn kppt_evaluator(dir: &Path, flag: &str) -> Result<Arc<Evaluator>, String> {
 /// The games of the records: start position and main line.
 fn games(paths: &[PathBuf]) -> Result<Vec<(Position, Vec<Move>)>, String> {
     let mut out = Vec::new();
-    for file in collect_files(paths)? {
+    for file in record_files(paths).map_err(|e| e.to_string())? {
         for g in load_file(&file).map_err(|e| format!("{}: {e}", file.display()))? {
             out.push((g.start, g.main_line()));
         }

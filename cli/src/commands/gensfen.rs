@@ -6,12 +6,12 @@ use clap::{ArgGroup, Args, ValueEnum};
 use engine_core::eval::Evaluator;
 use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::eval::patterns::file as pattern_file;
-use engine_core::records::{GameRecord, load_file};
+use engine_core::records::{GameRecord, RECORD_EXTENSIONS, load_file, record_files};
 use engine_core::teacher::gensfen::{
-    GensfenConfig, GensfenStats, Opening, SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult, Worker,
+    GensfenConfig, GensfenStats, SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult, Worker,
     run_records, run_selfplay,
 };
-use engine_core::teacher::{ShardSettings, ShardWriter, manifest_path};
+use engine_core::teacher::{ShardSettings, ShardWriter, load_openings, manifest_path};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,8 +34,9 @@ pub struct GensfenArgs {
     /// The shard to write (`.psv.zst`); the manifest goes to `<out>.manifest.json`.
     #[arg(long)]
     out: PathBuf,
-    /// Self-play openings: a record file (USI lines `startpos moves ...`, CSA, KIF, KI2);
-    /// each game starts from the end of a uniformly drawn opening.
+    /// Self-play openings: a record file (CSA, KIF, KI2) or one USI position a line (what
+    /// the USI `position` command takes, e.g. `startpos moves ...`); each game starts from
+    /// the end of a uniformly drawn opening.
     #[arg(long, conflicts_with = "records")]
     openings: Option<PathBuf>,
     /// Self-play: uniformly random legal moves played per game ...
@@ -105,9 +106,10 @@ pub struct GensfenArgs {
 }
 
 fn load_games(paths: &[PathBuf]) -> Result<Vec<GameRecord>, String> {
-    let files = super::records::collect_files(paths)?;
+    let files = record_files(paths).map_err(|e| e.to_string())?;
     if files.is_empty() {
-        return Err("no record files found (extensions .csa .kif .kifu .ki2 .ki2u .sfen .usi)".into());
+        let extensions: Vec<String> = RECORD_EXTENSIONS.iter().map(|(e, _)| format!(".{e}")).collect();
+        return Err(format!("no record files found (extensions {})", extensions.join(" ")));
     }
     let mut games = Vec::new();
     for f in &files {
@@ -186,10 +188,7 @@ pub fn run(args: GensfenArgs) -> CommandResult {
             records.truncate(n.min(usize::MAX as u64) as usize);
         }
     } else if let Some(path) = &args.openings {
-        openings = load_file(path).map_err(|e| e.to_string())?.iter().map(Opening::from_record).collect();
-        if openings.is_empty() {
-            return Err(format!("--openings {}: the file has no games", path.display()));
-        }
+        openings = load_openings(path).map_err(|e| format!("--openings {e}"))?;
     }
     let games = if records_mode { records.len() as u64 } else { args.games.unwrap_or(0) };
 

@@ -52,7 +52,7 @@ pub fn run(cmd: PatternsCommand) -> CommandResult {
     if !(2..=4).contains(&args.size) {
         return Err(format!("--size {}: a pattern has 2 to 4 pieces", args.size));
     }
-    let files = super::records::collect_files(&args.records)?;
+    let files = engine_core::records::record_files(&args.records).map_err(|e| e.to_string())?;
     let mut counter = PatternCounter::new(ExtractConfig {
         size: args.size,
         relative: args.relative,

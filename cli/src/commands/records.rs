@@ -1,14 +1,11 @@
 use super::CommandResult;
 use clap::{Subcommand, ValueEnum};
-use engine_core::records::{GameRecord, Outcome, load_file};
+use engine_core::records::{GameRecord, Outcome, load_file, record_files};
 use engine_core::rules::Color;
 use engine_core::teacher::{PackedSfenValue, ShardSettings, ShardWriter};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// File extensions read as game records.
-const RECORD_EXTENSIONS: &[&str] = &["csa", "kif", "kifu", "ki2", "ki2u", "usi", "sfen"];
 
 #[derive(Subcommand)]
 pub enum RecordsCommand {
@@ -36,40 +33,6 @@ pub enum ConvertTo {
     Psv,
 }
 
-/// Expands directories (recursively, sorted) into record files.
-pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out)?;
-            } else if p
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| RECORD_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-            {
-                out.push(p);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            walk(p, &mut files)?;
-        } else if p.exists() {
-            files.push(p.clone());
-        } else {
-            return Err(format!("{}: no such file or directory", p.display()));
-        }
-    }
-    Ok(files)
-}
-
 fn outcome_label(r: &GameRecord) -> &'static str {
     match r.result.outcome {
         Outcome::BlackWin => "black wins",
@@ -80,7 +43,7 @@ fn outcome_label(r: &GameRecord) -> &'static str {
 }
 
 fn check(paths: &[PathBuf]) -> CommandResult {
-    let files = collect_files(paths)?;
+    let files = record_files(paths).map_err(|e| e.to_string())?;
     let (mut ok, mut failed, mut games, mut moves) = (0, 0, 0usize, 0usize);
     for file in &files {
         match load_file(file) {
@@ -109,7 +72,7 @@ fn check(paths: &[PathBuf]) -> CommandResult {
 }
 
 fn convert(paths: &[PathBuf], to: ConvertTo, out: &Path) -> CommandResult {
-    let files = collect_files(paths)?;
+    let files = record_files(paths).map_err(|e| e.to_string())?;
     let mut records = Vec::new();
     for file in &files {
         records.extend(load_file(file).map_err(|e| e.to_string())?);

@@ -404,7 +404,7 @@ mod tests {
     #[test]
     fn king_move_half_equals_full_sum_through_the_cache() {
         let tables = KpptTables::random(3, 3000);
-        let mut rng = crate::learn::data::Rng::new(0x2545_F491_4F6C_DD1D);
+        let mut rng = crate::rng::SplitMix64::new(0x2545_F491_4F6C_DD1D);
         let mut random_piece = || (1 + rng.below(FE_END - 1)) as BonaPiece;
         let mut list = [0 as BonaPiece; PIECE_LIST_LEN];
         for p in &mut list {

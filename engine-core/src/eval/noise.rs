@@ -3,19 +3,13 @@
 //! position's key with the player's seed, so the same position always gets the same noise
 //! for that player and its search stays consistent (transpositions, re-searches).
 
+use crate::rng::mix64;
+
 /// Noise of standard deviation `sigma` (eval units) drawn from `seed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EvalNoise {
     pub sigma: i32,
     pub seed: u64,
-}
-
-#[inline]
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 impl EvalNoise {
@@ -26,8 +20,8 @@ impl EvalNoise {
         if self.sigma == 0 {
             return 0;
         }
-        let h1 = splitmix64(key ^ self.seed.rotate_left(17));
-        let h2 = splitmix64(h1 ^ 0x6a09_e667_f3bc_c909);
+        let h1 = mix64(key ^ self.seed.rotate_left(17));
+        let h2 = mix64(h1 ^ 0x6a09_e667_f3bc_c909);
         // u1 in (0, 1] so that ln(u1) is finite; u2 in [0, 1).
         let u1 = ((h1 >> 11) + 1) as f64 / (1u64 << 53) as f64;
         let u2 = (h2 >> 11) as f64 / (1u64 << 53) as f64;
@@ -49,7 +43,7 @@ mod tests {
         let n = 200_000u64;
         let (mut sum, mut sq, mut same, mut within) = (0f64, 0f64, 0u64, 0u64);
         for i in 0..n {
-            let key = splitmix64(i);
+            let key = mix64(i);
             let x = a.at(key);
             assert_eq!(x, a.at(key));
             same += (x == b.at(key)) as u64;

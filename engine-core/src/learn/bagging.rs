@@ -31,6 +31,7 @@ use super::trainer::{Progress, Trainer};
 use super::validation::ValidationMetrics;
 use super::weights::{Record, WeightFile};
 use crate::config::ConfigError;
+use crate::rng::mix64;
 use crate::teacher::TeacherRecord;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -141,16 +142,9 @@ fn record_uniform(seed: u64, phase: BagPhase, record: &TeacherRecord) -> f64 {
     for chunk in record.psv.to_bytes().chunks(8) {
         let mut w = [0u8; 8];
         w[..chunk.len()].copy_from_slice(chunk);
-        h = splitmix(h ^ u64::from_le_bytes(w));
+        h = mix64(h ^ u64::from_le_bytes(w));
     }
     (h >> 11) as f64 / (1u64 << 53) as f64
-}
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// How many times `record` is drawn in `phase` of a run seeded `seed`.

@@ -5,34 +5,14 @@
 use crate::teacher::{RejectCounts, ShardReader, TeacherRecord, manifest_path};
 use std::path::{Path, PathBuf};
 
-/// SplitMix64: small, fast, and its whole state is one u64 (saved in checkpoints).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Rng(pub u64);
+/// The learner's shuffle RNG: SplitMix64, whose one-word state is saved in checkpoints.
+pub type Rng = crate::rng::SplitMix64;
 
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..n (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-
-    /// The shuffle RNG of an epoch.
-    pub fn for_epoch(seed: u64, epoch: u64) -> Rng {
-        let mut r = Rng(seed ^ epoch.wrapping_mul(0xd1b5_4a32_d192_ed03));
-        r.next_u64();
-        r
-    }
+/// The shuffle RNG of an epoch.
+pub fn epoch_rng(seed: u64, epoch: u64) -> Rng {
+    let mut r = Rng::new(seed ^ epoch.wrapping_mul(0xd1b5_4a32_d192_ed03));
+    r.next_u64();
+    r
 }
 
 fn wildcard(pattern: &[u8], name: &[u8]) -> bool {

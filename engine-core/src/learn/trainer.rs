@@ -13,7 +13,7 @@ use super::adagrad::{self, Quantized};
 use super::bagging;
 use super::checkpoint::{self, CheckpointError, CheckpointState, StateError};
 use super::config::LearnConfig;
-use super::data::{Rng, ShuffleStream, manifest_records, resolve_shards};
+use super::data::{ShuffleStream, epoch_rng, manifest_records, resolve_shards};
 use super::factors;
 use super::files::{METRICS_FILE, WEIGHTS_FILE};
 use super::gradient::{self, BatchStats};
@@ -363,7 +363,7 @@ impl Trainer {
             let mut stream = ShuffleStream::new(
                 self.shards.clone(),
                 self.cfg.shuffle_buffer,
-                Rng::for_epoch(self.cfg.seed, self.state.epoch),
+                epoch_rng(self.cfg.seed, self.state.epoch),
             );
             stream.skip(self.state.emitted)?;
             loop {

@@ -1,6 +1,7 @@
 //! Playing games: the USI engine protocol as a reusable state machine; match statistics
-//! (W/D/L, Elo with a confidence interval) with a CSA record writer; and an SPRT over game
-//! pairs; consultation (several players voting) and its diversity measures.
+//! (W/D/L, Elo with a confidence interval); an SPRT over game pairs; consultation (several
+//! players voting) and its diversity measures. The CSA writer for match games is
+//! `records::csa_write`.
 
 pub mod consult;
 pub mod consult_stats;
@@ -9,6 +10,6 @@ pub mod sprt;
 pub mod usi_engine;
 pub mod usi_time;
 
-pub use match_stats::{CsaEnd, CsaRecord, EloEstimate, MatchStats};
+pub use match_stats::{EloEstimate, MatchStats};
 pub use sprt::{Pentanomial, Sprt, SprtStatus};
 pub use usi_engine::{GoParams, UsiEngine, time_limits};

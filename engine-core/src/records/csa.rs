@@ -59,24 +59,32 @@ pub fn parse_csa(text: &str, file: &str) -> Result<Vec<GameRecord>, RecordError>
     Ok(games)
 }
 
-pub(crate) fn csa_piece(code: &str) -> Option<PieceType> {
-    Some(match code {
-        "FU" => PieceType::Pawn,
-        "KY" => PieceType::Lance,
-        "KE" => PieceType::Knight,
-        "GI" => PieceType::Silver,
-        "KI" => PieceType::Gold,
-        "KA" => PieceType::Bishop,
-        "HI" => PieceType::Rook,
-        "OU" | "GY" => PieceType::King,
-        "TO" => PieceType::ProPawn,
-        "NY" => PieceType::ProLance,
-        "NK" => PieceType::ProKnight,
-        "NG" => PieceType::ProSilver,
-        "UM" => PieceType::Horse,
-        "RY" => PieceType::Dragon,
-        _ => return None,
-    })
+/// The CSA name of a piece kind (`FU`, ..., `RY`), as the reader and the writer use it.
+pub fn csa_piece(pt: PieceType) -> &'static str {
+    match pt {
+        PieceType::Pawn => "FU",
+        PieceType::Lance => "KY",
+        PieceType::Knight => "KE",
+        PieceType::Silver => "GI",
+        PieceType::Gold => "KI",
+        PieceType::Bishop => "KA",
+        PieceType::Rook => "HI",
+        PieceType::King => "OU",
+        PieceType::ProPawn => "TO",
+        PieceType::ProLance => "NY",
+        PieceType::ProKnight => "NK",
+        PieceType::ProSilver => "NG",
+        PieceType::Horse => "UM",
+        PieceType::Dragon => "RY",
+    }
+}
+
+/// The piece kind a CSA name stands for (`GY`, written by some tools, is a king too).
+fn piece_from_code(code: &str) -> Option<PieceType> {
+    if code == "GY" {
+        return Some(PieceType::King);
+    }
+    PieceType::ALL.into_iter().find(|&pt| csa_piece(pt) == code)
 }
 
 /// CSA square "77" → Square; `None` for "00" or anything malformed.
@@ -249,7 +257,7 @@ impl GameParser<'_> {
                     }
                     let sq = (g.len() == 4).then(|| csa_square(g[0], g[1])).flatten();
                     let code: String = g.iter().skip(2).collect();
-                    let pt = csa_piece(&code);
+                    let pt = piece_from_code(&code);
                     match (sq, pt) {
                         (Some(sq), Some(pt))
                             if self.setup.board[sq.index()].is_some_and(|p| p.piece_type() == pt) =>
@@ -277,7 +285,7 @@ impl GameParser<'_> {
                     let piece = match cell[0] {
                         '+' | '-' => {
                             let code: String = cell[1..].iter().collect();
-                            let pt = csa_piece(&code)
+                            let pt = piece_from_code(&code)
                                 .ok_or_else(|| self.err(None, format!("unknown piece {code:?}")))?;
                             let color = if cell[0] == '+' { Color::Black } else { Color::White };
                             Some(Piece::new(color, pt))
@@ -309,7 +317,7 @@ impl GameParser<'_> {
                             self.all_to = Some(color);
                             continue;
                         }
-                        let pt = csa_piece(&code)
+                        let pt = piece_from_code(&code)
                             .filter(|pt| pt.hand_index().is_some())
                             .ok_or_else(|| self.err(None, format!("bad hand piece {gs:?}")))?;
                         let n = &mut self.setup.hands[color.index()][pt.index()];
@@ -320,7 +328,7 @@ impl GameParser<'_> {
                     } else {
                         let sq = csa_square(g[0], g[1])
                             .ok_or_else(|| self.err(None, format!("bad square in {gs:?}")))?;
-                        let pt = csa_piece(&code)
+                        let pt = piece_from_code(&code)
                             .ok_or_else(|| self.err(None, format!("unknown piece {gs:?}")))?;
                         self.setup.board[sq.index()] = Some(Piece::new(color, pt));
                     }
@@ -375,7 +383,8 @@ impl GameParser<'_> {
             return Err(self.err(Some(n), format!("{s:?}: not this side's turn")));
         }
         let code: String = c[5..7].iter().collect();
-        let after = csa_piece(&code).ok_or_else(|| self.err(Some(n), format!("{s:?}: unknown piece")))?;
+        let after =
+            piece_from_code(&code).ok_or_else(|| self.err(Some(n), format!("{s:?}: unknown piece")))?;
         let to = csa_square(c[3], c[4]).ok_or_else(|| self.err(Some(n), format!("{s:?}: bad square")))?;
         let m = if c[1] == '0' && c[2] == '0' {
             if after.hand_index().is_none() {

@@ -17,16 +17,22 @@ pub fn decode_text(bytes: &[u8]) -> String {
     }
 }
 
+/// Every file extension read as game records (compared case-insensitively), with the
+/// format it names.
+pub const RECORD_EXTENSIONS: &[(&str, RecordFormat)] = &[
+    ("csa", RecordFormat::Csa),
+    ("kif", RecordFormat::Kif),
+    ("kifu", RecordFormat::Kif),
+    ("ki2", RecordFormat::Ki2),
+    ("ki2u", RecordFormat::Ki2),
+    ("sfen", RecordFormat::UsiLines),
+    ("usi", RecordFormat::UsiLines),
+];
+
 /// The format implied by a file name's extension (case-insensitive).
 pub fn format_from_extension(path: &Path) -> Option<RecordFormat> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "csa" => RecordFormat::Csa,
-        "kif" | "kifu" => RecordFormat::Kif,
-        "ki2" | "ki2u" => RecordFormat::Ki2,
-        "sfen" | "usi" => RecordFormat::UsiLines,
-        _ => return None,
-    })
+    RECORD_EXTENSIONS.iter().find(|(e, _)| *e == ext).map(|&(_, format)| format)
 }
 
 /// Guesses the format from the text when the extension says nothing.
@@ -58,14 +64,27 @@ pub fn detect_format(text: &str) -> Option<RecordFormat> {
 /// Reads, decodes and parses a record file; the format comes from the extension, or from
 /// the content for unknown extensions.
 pub fn load_file(path: &Path) -> Result<Vec<GameRecord>, RecordError> {
-    let label = path.display().to_string();
-    let bytes =
-        std::fs::read(path).map_err(|e| RecordError::new(&label, 0, None, format!("cannot read: {e}")))?;
-    let text = decode_text(&bytes);
+    let (label, text) = read_text(path)?;
     let format = format_from_extension(path)
         .or_else(|| detect_format(&text))
         .ok_or_else(|| RecordError::new(&label, 0, None, "unknown record format"))?;
     super::parse_text(&text, format, &label)
+}
+
+/// Reads, decodes and parses a file as [`load_file`] does, except that a file whose
+/// extension names no record format is read as USI lines (one position a line).
+pub fn load_file_or_usi_lines(path: &Path) -> Result<Vec<GameRecord>, RecordError> {
+    let (label, text) = read_text(path)?;
+    let format = format_from_extension(path).unwrap_or(RecordFormat::UsiLines);
+    super::parse_text(&text, format, &label)
+}
+
+/// The file's name for errors and its decoded text.
+fn read_text(path: &Path) -> Result<(String, String), RecordError> {
+    let label = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| RecordError::new(&label, 0, None, format!("cannot read: {e}")))?;
+    Ok((label, decode_text(&bytes)))
 }
 
 #[cfg(test)]

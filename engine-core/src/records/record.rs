@@ -1,6 +1,6 @@
 //! The parsed game record shared by every format, its result, and the parse error.
 
-use crate::rules::{Color, Hand, Move, Piece, PieceType, Position, Square};
+use crate::rules::{Color, Hand, Move, Piece, PieceType, Position, Square, UsiPosition};
 use std::fmt;
 
 /// One game: where it started, the checked main line, the result and the header fields.
@@ -221,19 +221,7 @@ impl GameRecord {
     /// `startpos moves ...` for an even-game start at move 1, else `sfen <SFEN> moves ...`
     /// (` moves` is left out when there are none).
     pub fn to_usi_line(&self) -> String {
-        let mut s = if self.start == Position::startpos() {
-            "startpos".to_string()
-        } else {
-            format!("sfen {}", self.start.to_sfen())
-        };
-        if !self.moves.is_empty() {
-            s.push_str(" moves");
-            for m in &self.moves {
-                s.push(' ');
-                s.push_str(&m.mv.to_usi());
-            }
-        }
-        s
+        UsiPosition::format(&self.start, self.moves.iter().map(|m| m.mv))
     }
 }
 

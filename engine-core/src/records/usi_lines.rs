@@ -1,9 +1,10 @@
-//! USI game lines: one game per non-empty line, `startpos moves 7g7f ...` or
-//! `sfen <board> <side> <hand> [<move number>] moves ...`, optionally after `position `.
-//! Lines starting with `#` are comments. The result is always unknown.
+//! USI game lines: one game per non-empty line, in any form the USI `position` command
+//! takes (`startpos moves 7g7f ...`, `sfen <board> <side> <hand> [<move number>] moves ...`,
+//! a bare SFEN; optionally after `position`), parsed by [`UsiPosition::parse`]. Lines
+//! starting with `#` are comments. The result is always unknown.
 
 use super::record::{GameRecord, RecordError, RecordMove};
-use crate::rules::Position;
+use crate::rules::{UsiPosition, UsiPositionError};
 
 /// Parses every line of `text` as one game.
 pub fn parse_usi_lines(text: &str, file: &str) -> Result<Vec<GameRecord>, RecordError> {
@@ -18,40 +19,16 @@ pub fn parse_usi_lines(text: &str, file: &str) -> Result<Vec<GameRecord>, Record
     Ok(games)
 }
 
-/// Parses one `startpos moves ...` / `sfen ... moves ...` line (`line_no` is for errors).
+/// Parses one line as a game (`line_no` is for errors).
 pub fn parse_usi_line(line: &str, file: &str, line_no: usize) -> Result<GameRecord, RecordError> {
-    let err = |n: Option<usize>, r: String| RecordError::new(file, line_no, n, r);
-    let mut toks = line.split_whitespace().peekable();
-    if toks.peek() == Some(&"position") {
-        toks.next();
-    }
-    let start = match toks.next() {
-        Some("startpos") => Position::startpos(),
-        Some("sfen") => {
-            let mut fields = Vec::new();
-            while let Some(&t) = toks.peek() {
-                if t == "moves" || fields.len() == 4 {
-                    break;
-                }
-                fields.push(t);
-                toks.next();
-            }
-            Position::from_sfen(&fields.join(" ")).map_err(|e| err(None, e.to_string()))?
+    let UsiPosition { start, moves } = UsiPosition::parse(line).map_err(|e| match e {
+        UsiPositionError::Move { number, source, .. } => {
+            RecordError::new(file, line_no, Some(number), source.to_string())
         }
-        other => return Err(err(None, format!("expected 'startpos' or 'sfen', found {other:?}"))),
-    };
+        setup => RecordError::new(file, line_no, None, setup.to_string()),
+    })?;
     let mut rec = GameRecord::new(start);
-    match toks.next() {
-        None => return Ok(rec),
-        Some("moves") => {}
-        Some(other) => return Err(err(None, format!("expected 'moves', found {other:?}"))),
-    }
-    let mut pos = start;
-    for (k, t) in toks.enumerate() {
-        let m = pos.parse_usi_move(t).map_err(|e| err(Some(k + 1), e.to_string()))?;
-        pos.do_move(m);
-        rec.moves.push(RecordMove::new(m, line_no));
-    }
+    rec.moves = moves.into_iter().map(|m| RecordMove::new(m, line_no)).collect();
     Ok(rec)
 }
 
@@ -70,5 +47,10 @@ mod tests {
         assert_eq!(gs[2].moves.len(), 0);
         let e = parse_usi_lines("startpos moves 7g7f 7g7f\n", "t").unwrap_err();
         assert_eq!(e.to_string(), "t:1: move 2: illegal move \"7g7f\" in this position");
+        // A bare SFEN, as the USI `position` command takes it.
+        let bare = parse_usi_lines("# comment\n4k4/9/9/9/9/9/9/9/4K4 b G 1 moves G*5b\n", "t").unwrap();
+        assert_eq!(bare[0].to_usi_line(), "sfen 4k4/9/9/9/9/9/9/9/4K4 b G 1 moves G*5b");
+        let e = parse_usi_lines("\nstartpos extra\n", "t").unwrap_err();
+        assert_eq!((e.line, e.move_number), (2, None));
     }
 }

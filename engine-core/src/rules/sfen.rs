@@ -90,6 +90,25 @@ impl UsiPosition {
         Ok(UsiPosition { start, moves: list })
     }
 
+    /// The text [`UsiPosition::parse`] reads back: `startpos` for the even-game start at
+    /// move 1, else `sfen <SFEN>`, then ` moves m1 m2 ...` when there are moves.
+    pub fn format(start: &Position, moves: impl IntoIterator<Item = Move>) -> String {
+        let mut s = if *start == Position::startpos() {
+            "startpos".to_string()
+        } else {
+            format!("sfen {}", start.to_sfen())
+        };
+        let mut moves = moves.into_iter().peekable();
+        if moves.peek().is_some() {
+            s.push_str(" moves");
+            for m in moves {
+                s.push(' ');
+                s.push_str(&m.to_usi());
+            }
+        }
+        s
+    }
+
     /// The position after all the moves.
     pub fn current(&self) -> Position {
         let mut pos = self.start;

@@ -1,6 +1,7 @@
 //! Zobrist hashing keys: board (piece, square), hand (colour, kind, count) and side.
 
 use super::types::{Color, Piece, PieceType, Square};
+use crate::rng::SplitMix64;
 use std::sync::LazyLock;
 
 pub struct ZobristKeys {
@@ -12,14 +13,8 @@ pub struct ZobristKeys {
 static KEYS: LazyLock<Box<ZobristKeys>> = LazyLock::new(|| {
     // SplitMix64 with a fixed seed: keys are the same in every process, so keys written to
     // disk (dedupe sets, opening books) stay meaningful.
-    let mut state = 0x4b45_494d_415f_5a4fu64;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = SplitMix64::new(0x4b45_494d_415f_5a4f);
+    let mut next = move || rng.next_u64();
     let mut k = Box::new(ZobristKeys { board: [[0; 81]; 32], hand: [[[0; 19]; 7]; 2], side: 0 });
     for piece in k.board.iter_mut() {
         for sq in piece.iter_mut() {

@@ -569,7 +569,7 @@ mod tests {
         let silver = crate::rules::Piece::new(crate::rules::Color::Black, PieceType::Silver);
         let distinct =
             |i: usize| Move::new_board(Square::from_index(i / 81), Square::from_index(i % 81), false, silver);
-        let mut rng = crate::learn::data::Rng::new(0x1234_5678_9abc_def0);
+        let mut rng = crate::rng::SplitMix64::new(0x1234_5678_9abc_def0);
         let mut next = move || rng.next_u64();
         for round in 0..2000 {
             let len = (next() % 200) as usize;

@@ -35,11 +35,13 @@
 //! for the same seed, settings and hash size, whatever the thread count.
 
 pub use super::config::{GensfenConfig, SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
+pub use super::openings::Opening;
 use super::psv::PackedSfenValue;
 use super::shard::ShardWriter;
 pub use super::stats::GensfenStats;
 use crate::eval::Evaluator;
 use crate::records::{GameRecord, Outcome};
+use crate::rng::{Xoshiro256, mix64};
 use crate::rules::game::{Game, GameRules};
 use crate::rules::{Color, Move, Position};
 use crate::search::{Searcher, TranspositionTable};
@@ -49,85 +51,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 
 // ---------------------------------------------------------------------------------------
-// PRNG
+// Seeds
 // ---------------------------------------------------------------------------------------
-
-/// SplitMix64's output function: a strong 64-bit mixer.
-pub fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// The seed of game `index` of a run seeded with `seed`.
 pub fn game_seed(seed: u64, index: u64) -> u64 {
     mix64(mix64(seed) ^ index.wrapping_mul(0xd1b5_4a32_d192_ed03))
-}
-
-/// xoshiro256** (public-domain algorithm by Blackman and Vigna), seeded through SplitMix64.
-#[derive(Clone, Debug)]
-pub struct Rng {
-    s: [u64; 4],
-}
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        let mut x = seed;
-        let mut s = [0u64; 4];
-        for v in &mut s {
-            *v = mix64(x);
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        }
-        Rng { s }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = self.s[1] << 17;
-        self.s[2] ^= self.s[0];
-        self.s[3] ^= self.s[1];
-        self.s[1] ^= self.s[2];
-        self.s[0] ^= self.s[3];
-        self.s[2] ^= t;
-        self.s[3] = self.s[3].rotate_left(45);
-        result
-    }
-
-    /// Uniform in `0..n` (`n > 0`; multiply-shift, bias below 2^-50 for small `n`).
-    pub fn below(&mut self, n: usize) -> usize {
-        debug_assert!(n > 0);
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Openings
-// ---------------------------------------------------------------------------------------
-
-/// A self-play start: a position and moves played from it before searching begins.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opening {
-    pub start: Position,
-    pub moves: Vec<Move>,
-}
-
-impl Opening {
-    pub fn startpos() -> Opening {
-        Opening { start: Position::startpos(), moves: Vec::new() }
-    }
-
-    /// The main line of a game record (all its moves).
-    pub fn from_record(record: &GameRecord) -> Opening {
-        Opening { start: record.start, moves: record.main_line() }
-    }
-
-    /// Parses `startpos [moves ...]` or `sfen <4 fields> [moves ...]` (optionally after
-    /// `position`); every move must be legal.
-    pub fn parse_usi(line: &str) -> Result<Opening, String> {
-        let rec = crate::records::parse_usi_line(line, "opening", 1).map_err(|e| e.to_string())?;
-        Ok(Opening::from_record(&rec))
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -319,7 +248,7 @@ fn keep(pos: &Position, cfg: &GensfenConfig, stats: &mut GensfenStats) -> bool {
 }
 
 /// The plies (SFEN move numbers) at which game `rng` plays random moves.
-fn random_plies(cfg: &SelfPlayGames, rng: &mut Rng) -> Vec<u32> {
+fn random_plies(cfg: &SelfPlayGames, rng: &mut Xoshiro256) -> Vec<u32> {
     if cfg.random_moves == 0 || cfg.random_max_ply < cfg.random_min_ply {
         return Vec::new();
     }
@@ -340,7 +269,7 @@ pub fn play_selfplay_game(
     worker: &mut Worker,
     cfg: &GensfenConfig,
     opening: &Opening,
-    rng: &mut Rng,
+    rng: &mut Xoshiro256,
 ) -> GameBatch {
     worker.reset();
     let mut stats = GensfenStats { games: 1, ..GensfenStats::default() };
@@ -526,7 +455,7 @@ pub fn run_selfplay<S: Sink>(
 ) -> io::Result<(S, GensfenStats)> {
     let startpos = Opening::startpos();
     let job = |w: &mut Worker, i: u64| {
-        let mut rng = Rng::new(game_seed(cfg.seed, i));
+        let mut rng = Xoshiro256::new(game_seed(cfg.seed, i));
         let opening = if openings.is_empty() { &startpos } else { &openings[rng.below(openings.len())] };
         play_selfplay_game(w, cfg, opening, &mut rng)
     };
@@ -555,12 +484,12 @@ mod tests {
 
     #[test]
     fn rng_is_deterministic_and_spread() {
-        let mut a = Rng::new(7);
-        let mut b = Rng::new(7);
+        let mut a = Xoshiro256::new(7);
+        let mut b = Xoshiro256::new(7);
         let xs: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
         let ys: Vec<u64> = (0..8).map(|_| b.next_u64()).collect();
         assert_eq!(xs, ys);
-        assert_ne!(Rng::new(8).next_u64(), xs[0]);
+        assert_ne!(Xoshiro256::new(8).next_u64(), xs[0]);
         let mut counts = [0u32; 5];
         for _ in 0..5000 {
             counts[a.below(5)] += 1;
@@ -574,7 +503,7 @@ mod tests {
     fn random_plies_are_distinct_and_in_range() {
         let cfg =
             SelfPlayGames { random_moves: 5, random_min_ply: 3, random_max_ply: 9, ..Default::default() };
-        let mut rng = Rng::new(1);
+        let mut rng = Xoshiro256::new(1);
         for _ in 0..50 {
             let p = random_plies(&cfg, &mut rng);
             assert_eq!(p.len(), 5);

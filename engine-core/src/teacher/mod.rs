@@ -6,11 +6,13 @@
 
 pub mod config;
 pub mod gensfen;
+pub mod openings;
 pub mod packed_sfen;
 pub mod psv;
 pub mod shard;
 pub mod stats;
 
+pub use openings::{Opening, load_openings};
 pub use packed_sfen::{PackError, PackedSfen, pack, try_pack, unpack, unpack_with_ply};
 pub use psv::{PackedSfenValue, RejectCounts, RejectKind, RejectReason};
 pub use shard::{

@@ -3,6 +3,7 @@
 //! counts fall in a band — the most frequent are immobile pieces, the rarest are noise.
 
 use super::pattern::{Pattern, Triple};
+use crate::rng::SplitMix64;
 use crate::rules::{Color, Position};
 use std::collections::HashMap;
 
@@ -46,7 +47,7 @@ pub struct Extraction {
 
 pub struct PatternCounter {
     config: ExtractConfig,
-    rng: u64,
+    rng: SplitMix64,
     counts: HashMap<Pattern, u64>,
     positions: u64,
 }
@@ -56,19 +57,11 @@ impl PatternCounter {
         assert!((2..=4).contains(&config.size), "pattern size must be 2..=4");
         PatternCounter {
             config,
-            rng: config.seed ^ 0x5DEE_CE66_D1CE_4E5B,
+            // Reproducible from the seed on every platform.
+            rng: SplitMix64::new(config.seed ^ 0x5DEE_CE66_D1CE_4E5B),
             counts: HashMap::new(),
             positions: 0,
         }
-    }
-
-    fn next(&mut self) -> u64 {
-        // SplitMix64: reproducible from the seed on every platform.
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 
     /// Draws `samples_per_position` random combinations of the board's pieces.
@@ -90,7 +83,7 @@ impl PatternCounter {
         for _ in 0..self.config.samples_per_position {
             // Partial Fisher-Yates: the first `size` entries become a random subset.
             for i in 0..size {
-                let j = i + (self.next() % (pieces.len() - i) as u64) as usize;
+                let j = i + (self.rng.next_u64() % (pieces.len() - i) as u64) as usize;
                 pieces.swap(i, j);
             }
             let triples = pieces[..size].iter().map(|t| if flip { t.flipped() } else { *t }).collect();
