@@ -1,30 +1,32 @@
 //! The coordinator's state and its operations, without networking: build the shard queue
-//! from the config, lease, heartbeat, give back, merge a push exactly once (journal first),
-//! checkpoint, resume, export. The gRPC service (`service.rs`) is a thin layer over this.
+//! from the config and resume (`open`), lease, heartbeat, give back, merge a push exactly
+//! once, journal first (`merge`), checkpoint (`checkpoints`), metrics lines, export. The
+//! gRPC service (`service.rs`) is a thin layer over this; the state is reached only through
+//! these methods.
 
-use crate::checkpoint::{self, CheckpointError, CheckpointState, Totals};
-use crate::config::{StalePolicy, TrainConfig};
+mod checkpoints;
+mod merge;
+mod open;
+
+pub use merge::ReceivedPush;
+
+use crate::checkpoint::Totals;
+use crate::config::TrainConfig;
 use crate::error::PushError;
-use crate::fault::{FaultPoint, Faults};
-use crate::fsutil::IoError;
-use crate::journal::{self, JournalMeta};
-use crate::queue::{LeaseDecision, LeaseProblem, PushDecision, Queue, ShardSpec};
-use crate::specs::build_specs;
+use crate::fault::Faults;
+use crate::queue::{LeaseDecision, LeaseProblem, Queue, QueueCounts, ShardSpec};
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
-use engine_core::learn::checkpoint as ckpt;
-use engine_core::learn::files::{METRICS_FILE, WEIGHTS_FILE};
-use engine_core::learn::init::{new_run_weights_path, pattern_hash, start_weights};
-use engine_core::learn::validation::{self, ValidationMetrics};
-use engine_core::learn::weights::{LAYOUT_KPPT_TRIANGLE, WeightFile};
-use engine_core::teacher::{PackedSfenValue, ShardSettings, ShardWriter, TeacherRecord};
+use engine_core::learn::files::METRICS_FILE;
+use engine_core::learn::validation;
+use engine_core::teacher::TeacherRecord;
 use keima_proto::v1;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -34,22 +36,6 @@ pub fn now_ms() -> u64 {
 /// back): far above any real shard, and low enough that no sum of them overflows.
 pub const MAX_SHARD_POSITIONS: u64 = 1 << 32;
 
-/// A verified upload (checksum, structure, values), ready to be checked against its lease
-/// and merged.
-pub struct ReceivedPush {
-    pub worker_id: String,
-    pub shard_id: u64,
-    pub attempt: u32,
-    pub computed_on: u64,
-    pub gradient: Vec<(u32, [f32; 2])>,
-    /// Raw 40-byte PackedSfenValue records.
-    pub records: Vec<u8>,
-    pub stats: v1::ShardStats,
-    pub wire_bytes: u64,
-    /// When the upload was complete: the lease must have been live then.
-    pub received_ms: u64,
-}
-
 #[derive(Clone, Debug)]
 pub struct WorkerInfo {
     pub name: String,
@@ -57,195 +43,129 @@ pub struct WorkerInfo {
     pub last_seen_ms: u64,
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct LatencyLog {
-    pub push_ms: Vec<f64>,
+/// What a worker pulls: the current weights as a delta since the version it has, or
+/// (`full`) every entry.
+pub struct WeightsUpdate {
+    pub version: u64,
+    pub full: bool,
+    pub entries: Vec<(u32, [i32; 2])>,
 }
 
 pub struct Core {
-    pub cfg: TrainConfig,
-    pub run_dir: PathBuf,
-    pub run_id: String,
-    pub layout: v1::Layout,
-    pub pattern_file: Vec<u8>,
-    pub queue: Mutex<Queue>,
-    pub weights: Mutex<WeightState>,
-    pub totals: Mutex<Totals>,
-    pub workers: Mutex<HashMap<String, WorkerInfo>>,
-    pub version: AtomicU64,
-    pub started: Instant,
-    pub stop_requested: AtomicBool,
+    cfg: TrainConfig,
+    run_dir: PathBuf,
+    run_id: String,
+    layout: v1::Layout,
+    pattern_file: Vec<u8>,
+    queue: Mutex<Queue>,
+    /// Held for a whole merge, so merges happen one at a time.
+    weights: Mutex<WeightState>,
+    totals: Mutex<Totals>,
+    workers: Mutex<HashMap<String, WorkerInfo>>,
+    /// The weights' version, readable without waiting for a merge.
+    version: AtomicU64,
+    started: Instant,
+    /// A stop was asked for: leases are answered WAIT.
+    stop_requested: AtomicBool,
     next_worker: AtomicU64,
     validation: Vec<TeacherRecord>,
     /// One thread for validation searches (built once, not per metrics line).
     validation_pool: rayon::ThreadPool,
-    pub last_validation: Mutex<Option<ValidationMetrics>>,
     /// What the newest checkpoint written by this process holds (version, queue without
     /// leases, totals): an unchanged state is not written again.
     last_checkpoint: Mutex<Option<(u64, Queue, Totals)>>,
     /// Loss and positions since the last metrics line.
     interval: Mutex<(f64, u64)>,
     /// Crash points armed by tests (nothing in a build without `fault-injection`).
-    pub faults: Faults,
-}
-
-fn pattern_bytes(cfg: &TrainConfig) -> Result<(Option<PatternSet>, Vec<u8>), String> {
-    match &cfg.learn.init.patterns {
-        None => Ok((None, Vec::new())),
-        Some(p) => {
-            let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let set = engine_core::eval::patterns::file::load(p).map_err(|e| e.to_string())?;
-            Ok((Some(set), bytes))
-        }
-    }
-}
-
-fn new_run_id() -> String {
-    format!("{:x}-{:x}", now_ms(), std::process::id())
+    faults: Faults,
 }
 
 impl Core {
-    /// A new run in `cfg.run_dir` (refuses a directory that already holds weights).
-    pub fn create(cfg: TrainConfig) -> Result<Core, String> {
-        cfg.check().map_err(|e| e.to_string())?;
-        let wpath = new_run_weights_path(&cfg.run_dir, "keima train --resume", "run_dir")?;
-        let specs = build_specs(&cfg)?;
-        let (patterns, pattern_file) = pattern_bytes(&cfg)?;
-        let file = start_weights(&wpath, &cfg.learn.init, patterns.as_ref())?;
-        let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
-        let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())
-            .inspect_err(|_| {
-                // Leave no half-made run behind: a retry must not be told to resume.
-                let _ = std::fs::remove_file(&wpath);
-            })?;
-        std::fs::remove_dir_all(journal::dir(&core.run_dir)).ok();
-        checkpoint::recover(&core.run_dir).map_err(|e| e.to_string())?;
-        // A checkpoint at version 0, so a crash before the first regular checkpoint can
-        // resume from it plus the journal (cheap: the weight file is still mostly holes).
-        core.checkpoint().map_err(|e| e.to_string())?;
-        Ok(core)
+    pub fn config(&self) -> &TrainConfig {
+        &self.cfg
     }
 
-    /// Continues a run from its newest valid checkpoint plus the journal after it.
-    /// Returns the core and warnings (skipped checkpoints).
-    pub fn resume(path: &Path, listen: Option<String>) -> Result<(Core, Vec<String>), String> {
-        // A run directory is repaired first (a checkpoint a crash interrupted is finished
-        // or undone), so the newest complete checkpoint is found.
-        let found = checkpoint::find::<CheckpointState>(path).map_err(|e| match e {
-            ckpt::CheckpointError::NotFound { .. } | ckpt::CheckpointError::NoneValid { .. } => {
-                format!("{e}; start a new run with `keima train --config`")
-            }
-            e => e.to_string(),
-        })?;
-        let (dir, state, mut ckw) = (found.dir, found.state, found.weights);
-        let mut warnings = found.repairs;
-        warnings.extend(found.skipped.into_iter().map(|s| format!("skipping checkpoint: {s}")));
-        let mut cfg = state.config.clone();
-        if let Some(l) = listen {
-            cfg.coordinator.listen = l;
-        }
-        let run_dir = cfg.run_dir.clone();
-        let wpath = run_dir.join(WEIGHTS_FILE);
-        ckw.copy_sparse(&wpath).map_err(|e| e.to_string())?;
-        drop(ckw);
-        let file = WeightFile::open(&wpath, false).map_err(|e| e.to_string())?;
-        let (patterns, pattern_file) = pattern_bytes(&cfg)?;
-        let mut queue = state.queue.clone();
-        queue.release_all_leases();
-        warnings.extend(checkpoint::recover(&run_dir).map_err(|e| e.to_string())?);
-        let unfinished = journal::remove_unfinished(&run_dir).map_err(|e| e.to_string())?;
-        if unfinished > 0 {
-            warnings.push(format!("removed {unfinished} unfinished journal entries (never acknowledged)"));
-        }
-        let core =
-            Self::assemble(cfg, file, patterns, pattern_file, queue, state.totals.clone(), state.run_id)?;
-        let replayed = core.replay_journal()?;
-        warnings.push(format!(
-            "resumed from {} (version {}), replayed {replayed} journal merges",
-            dir.display(),
-            state.weights_version
-        ));
-        Ok((core, warnings))
+    /// Overrides `[coordinator] metrics_listen` of a resumed run (`keima train --resume
+    /// --metrics-listen`); checkpoints from now on keep it.
+    pub fn set_metrics_listen(&mut self, address: String) {
+        self.cfg.coordinator.metrics_listen = address;
     }
 
-    fn assemble(
-        cfg: TrainConfig,
-        file: WeightFile,
-        patterns: Option<PatternSet>,
-        pattern_file: Vec<u8>,
-        queue: Queue,
-        totals: Totals,
-        run_id: String,
-    ) -> Result<Core, String> {
-        if cfg.learn.check_disk_space {
-            file.check_disk_space().map_err(|e| e.to_string())?;
-        }
-        let layout = v1::Layout {
-            layout_id: LAYOUT_KPPT_TRIANGLE,
-            fe_end: engine_core::eval::bona_piece::FE_END as u32,
-            // Workers address the raw features; factor parameters stay here.
-            features: file.header.param_layout().raw_features() as u64,
-            patterns: file.header.patterns,
-            pattern_hash: patterns.as_ref().map_or(0, pattern_hash),
-        };
-        let ws =
-            WeightState::new(file, patterns.as_ref(), cfg.learn.adagrad, cfg.coordinator.delta_versions)?;
-        let validation = validation::load_records(&cfg.learn.validation)?;
-        Ok(Core {
-            run_dir: cfg.run_dir.clone(),
-            version: AtomicU64::new(ws.version()),
-            cfg,
-            run_id,
-            layout,
-            pattern_file,
-            queue: Mutex::new(queue),
-            weights: Mutex::new(ws),
-            totals: Mutex::new(totals),
-            workers: Mutex::new(HashMap::new()),
-            started: Instant::now(),
-            stop_requested: AtomicBool::new(false),
-            next_worker: AtomicU64::new(1),
-            validation,
-            validation_pool: rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .map_err(|e| e.to_string())?,
-            last_validation: Mutex::new(None),
-            last_checkpoint: Mutex::new(None),
-            interval: Mutex::new((0.0, 0)),
-            faults: Faults::from_env()?,
-        })
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
     }
 
-    /// Applies journal entries newer than the loaded weights, in order.
-    fn replay_journal(&self) -> Result<u64, String> {
-        let mut w = self.weights.lock().unwrap();
-        let mut n = 0;
-        for (seq, path) in journal::list(&self.run_dir) {
-            if seq <= w.version() {
-                continue;
-            }
-            if seq != w.version() + 1 {
-                return Err(format!(
-                    "{}: journal gap: the weights are at version {} but the next entry is {seq}",
-                    path.display(),
-                    w.version()
-                ));
-            }
-            let (meta, grads) = journal::read(&path, self.layout.features)?;
-            self.apply_merge(&mut w, &meta, &grads);
-            n += 1;
-        }
-        Ok(n)
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 
-    /// Applies a journaled merge: weights, queue, totals, version. The live merge and
-    /// journal replay both go through here.
-    fn apply_merge(&self, w: &mut WeightState, meta: &JournalMeta, grads: &[(u32, [f32; 2])]) {
-        w.merge(grads, meta.used);
-        self.version.store(w.version(), Ordering::SeqCst);
-        self.queue.lock().unwrap().mark_done(meta.shard_id, meta.seq, meta.positions);
-        self.totals.lock().unwrap().add_merge(meta);
+    /// The feature layout workers must compute with.
+    pub fn layout(&self) -> v1::Layout {
+        self.layout
+    }
+
+    /// The run's pattern definitions as a file's bytes (empty: none).
+    pub fn pattern_file(&self) -> &[u8] {
+        &self.pattern_file
+    }
+
+    /// The weights' version: the number of merges applied.
+    pub fn weights_version(&self) -> u64 {
+        self.version.load(Ordering::SeqCst)
+    }
+
+    /// Time since this process opened the run.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn shard_counts(&self) -> QueueCounts {
+        self.queue.lock().unwrap().counts()
+    }
+
+    /// A copy of the shard queue (leases included).
+    pub fn queue_snapshot(&self) -> Queue {
+        self.queue.lock().unwrap().clone()
+    }
+
+    pub fn totals(&self) -> Totals {
+        self.totals.lock().unwrap().clone()
+    }
+
+    /// Counts weight bytes sent to workers.
+    pub fn count_bytes_out(&self, bytes: u64) {
+        self.totals.lock().unwrap().bytes_out += bytes;
+    }
+
+    /// Counts a push that was not merged: a server fault or a rejected push (`PushError`).
+    pub fn count_failed_push(&self, e: &PushError) {
+        let mut t = self.totals.lock().unwrap();
+        if e.is_server_fault() {
+            t.server_faults += 1;
+        } else {
+            t.rejected_pushes += 1;
+        }
+    }
+
+    /// From now on leases are answered WAIT (the run is stopping).
+    pub fn stop_leasing(&self) {
+        self.stop_requested.store(true, Ordering::SeqCst);
+    }
+
+    /// The crash points tests arm.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// What a worker that has weights version `have_version` (ignored if `full`) pulls.
+    pub fn weights_update(&self, have_version: u64, full: bool) -> WeightsUpdate {
+        let w = self.weights.lock().unwrap();
+        let delta = if full { None } else { w.delta_entries(have_version) };
+        WeightsUpdate {
+            version: w.version(),
+            full: delta.is_none(),
+            entries: delta.unwrap_or_else(|| w.full_entries()),
+        }
     }
 
     pub fn lease_ms(&self) -> u64 {
@@ -273,6 +193,11 @@ impl Core {
             }
             None => false,
         }
+    }
+
+    /// Workers registered with this process, alive or not.
+    pub fn workers_registered(&self) -> usize {
+        self.workers.lock().unwrap().len()
     }
 
     pub fn workers_alive(&self) -> u64 {
@@ -357,256 +282,7 @@ impl Core {
         r
     }
 
-    /// Checks a push's claimed counts against what its shard can yield.
-    fn check_counts(&self, spec: &ShardSpec, p: &ReceivedPush) -> Result<(), PushError> {
-        let records = (p.records.len() / PackedSfenValue::SIZE) as u64;
-        let positions = p.stats.positions;
-        let returns_records = self.cfg.coordinator.keep_teacher_records;
-        match spec {
-            ShardSpec::Teacher { count, .. } => {
-                if records > 0 {
-                    return Err(PushError::Invalid(format!(
-                        "shard {}: {records} teacher records sent back for a shard of existing records",
-                        p.shard_id
-                    )));
-                }
-                if positions > *count {
-                    return Err(PushError::Invalid(format!(
-                        "shard {}: {positions} positions claimed from a shard of {count} records",
-                        p.shard_id
-                    )));
-                }
-            }
-            _ if !returns_records && records > 0 => {
-                return Err(PushError::Invalid(format!(
-                    "shard {}: {records} teacher records sent back, the lease asked for none",
-                    p.shard_id
-                )));
-            }
-            _ if returns_records && positions > records => {
-                return Err(PushError::Invalid(format!(
-                    "shard {}: {positions} positions claimed but {records} teacher records sent back",
-                    p.shard_id
-                )));
-            }
-            _ => {}
-        }
-        if positions > MAX_SHARD_POSITIONS {
-            return Err(PushError::Invalid(format!(
-                "shard {}: {positions} positions claimed, more than any shard holds ({MAX_SHARD_POSITIONS})",
-                p.shard_id
-            )));
-        }
-        Ok(())
-    }
-
-    /// Merges a verified push exactly once, if it comes from the worker holding the
-    /// shard's live lease and its counts fit the shard. Blocking (CPU and disk): call from
-    /// a blocking thread.
-    ///
-    /// Errors before the merge is journaled leave nothing applied. A failure after it was
-    /// applied (checkpoint, metrics line) is the coordinator's own: logged and counted as a
-    /// server fault, and the push is still answered `MERGED`.
-    pub fn merge_push(&self, mut p: ReceivedPush) -> Result<v1::PushReply, PushError> {
-        use v1::push_reply::Outcome;
-        let started = Instant::now();
-        let mut w = self.weights.lock().unwrap();
-        let lock_wait_ms = started.elapsed().as_secs_f64() * 1e3;
-        self.totals.lock().unwrap().bytes_in += p.wire_bytes;
-        let (decision, spec) = {
-            let q = self.queue.lock().unwrap();
-            let decision = q.push_decision(p.shard_id, p.attempt, &p.worker_id, p.received_ms);
-            (decision, q.get(p.shard_id).map(|s| s.spec.clone()))
-        };
-        match decision {
-            PushDecision::Refused(problem) => {
-                return Err(PushError::NoLease {
-                    shard: p.shard_id,
-                    attempt: p.attempt,
-                    worker: p.worker_id,
-                    problem,
-                });
-            }
-            PushDecision::Duplicate => {
-                self.totals.lock().unwrap().duplicate_pushes += 1;
-                return Ok(v1::PushReply {
-                    outcome: Outcome::Duplicate as i32,
-                    weights_version: w.version(),
-                    merge_seq: 0,
-                    weight_factor: 0.0,
-                });
-            }
-            PushDecision::Merge => {}
-        }
-        let spec = spec.expect("a leased shard exists");
-        self.check_counts(&spec, &p)?;
-        let version = w.version();
-        if p.computed_on > version {
-            return Err(PushError::FutureVersion { claimed: p.computed_on, current: version });
-        }
-        let staleness = version - p.computed_on;
-        let c = &self.cfg.coordinator;
-        let mut factor = 1.0f64;
-        if staleness > c.max_staleness {
-            match c.stale_policy {
-                StalePolicy::Reject => {
-                    self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
-                    self.totals.lock().unwrap().stale_pushes += 1;
-                    return Ok(v1::PushReply {
-                        outcome: Outcome::Stale as i32,
-                        weights_version: version,
-                        merge_seq: 0,
-                        weight_factor: 0.0,
-                    });
-                }
-                StalePolicy::Downweight => {
-                    factor = 1.0 / (1.0 + (staleness - c.max_staleness) as f64);
-                    let f = factor as f32;
-                    for g in &mut p.gradient {
-                        g.1[0] *= f;
-                        g.1[1] *= f;
-                    }
-                }
-            }
-        }
-        let seq = version + 1;
-        let mut records_kept = 0;
-        if c.keep_teacher_records && !p.records.is_empty() {
-            records_kept = self.keep_records(p.shard_id, &p.records)?;
-        }
-        let meta = JournalMeta {
-            seq,
-            shard_id: p.shard_id,
-            attempt: p.attempt,
-            worker: p.worker_id.clone(),
-            computed_on: p.computed_on,
-            factor,
-            positions: p.stats.positions,
-            used: p.stats.used,
-            loss_sum: p.stats.loss_sum,
-            entries: p.gradient.len() as u64,
-            records_kept,
-        };
-        let t_journal = Instant::now();
-        journal::write(&self.run_dir, &meta, &p.gradient)?;
-        self.faults.hit(FaultPoint::MergeJournaled, seq)?;
-        let journal_ms = t_journal.elapsed().as_secs_f64() * 1e3;
-        self.apply_merge(&mut w, &meta, &p.gradient);
-        let merge_ms = t_journal.elapsed().as_secs_f64() * 1e3 - journal_ms;
-        {
-            let mut i = self.interval.lock().unwrap();
-            i.0 += p.stats.loss_sum;
-            i.1 += p.stats.used;
-        }
-        tracing::debug!(
-            shard = p.shard_id,
-            seq,
-            staleness,
-            lock_wait_ms,
-            journal_ms,
-            merge_ms,
-            total_ms = started.elapsed().as_secs_f64() * 1e3,
-            "merged"
-        );
-        // The merge is applied and journaled: what fails from here on is the
-        // coordinator's, not the worker's.
-        if c.checkpoint_every > 0
-            && seq.is_multiple_of(c.checkpoint_every)
-            && let Err(e) = self.checkpoint_locked(&mut w)
-        {
-            self.server_fault_after_merge(seq, &e.to_string());
-        }
-        if c.validate_every > 0
-            && seq.is_multiple_of(c.validate_every)
-            && let Err(e) = self.metrics_line_locked(&w)
-        {
-            self.server_fault_after_merge(seq, &e);
-        }
-        Ok(v1::PushReply {
-            outcome: Outcome::Merged as i32,
-            weights_version: seq,
-            merge_seq: seq,
-            weight_factor: factor,
-        })
-    }
-
-    fn server_fault_after_merge(&self, seq: u64, error: &str) {
-        self.totals.lock().unwrap().server_faults += 1;
-        tracing::error!(
-            seq,
-            "coordinator fault after merge {seq} was applied (the merge is journaled and counts; the run goes \
-             on, the next checkpoint retries): {error}"
-        );
-    }
-
-    /// Validates and stores returned teacher records as `teacher/shard-<id>.psv.zst`.
-    fn keep_records(&self, shard: u64, raw: &[u8]) -> Result<u64, IoError> {
-        let dir = self.run_dir.join("teacher");
-        std::fs::create_dir_all(&dir).map_err(IoError::at("create directory", &dir))?;
-        let path = dir.join(format!("shard-{shard:08}.psv.zst"));
-        let settings = ShardSettings {
-            eval_id: format!("keima-train {}", self.run_id),
-            settings: serde_json::json!({ "shard": shard }),
-            ..ShardSettings::default()
-        };
-        let mut wr = ShardWriter::create(&path, settings).map_err(IoError::at("create", &path))?;
-        for rec in raw.chunks_exact(PackedSfenValue::SIZE) {
-            let psv = PackedSfenValue::from_bytes(rec.try_into().expect("chunks of 40"));
-            wr.write(&psv).map_err(IoError::at("write", &path))?;
-        }
-        let m = wr.finish().map_err(IoError::at("finish", &path))?;
-        Ok(m.records)
-    }
-
-    fn checkpoint_state(&self, w: &WeightState) -> CheckpointState {
-        CheckpointState {
-            format: checkpoint::FORMAT,
-            run_id: self.run_id.clone(),
-            weights_version: w.version(),
-            weights_checksum: 0,
-            queue: self.queue.lock().unwrap().clone(),
-            totals: self.totals.lock().unwrap().clone(),
-            config: self.cfg.clone(),
-            created_unix: now_ms() / 1000,
-        }
-    }
-
-    fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, CheckpointError> {
-        let version = w.version();
-        let name = checkpoint::dir(&self.run_dir, version);
-        let mut queue = self.queue.lock().unwrap().clone();
-        queue.release_all_leases();
-        let totals = self.totals.lock().unwrap().clone();
-        let unchanged = (version, queue, totals);
-        if self.last_checkpoint.lock().unwrap().as_ref() == Some(&unchanged) && name.is_dir() {
-            // The same state as the last checkpoint (e.g. the final one right after a
-            // regular one); leases do not count, a resume releases them.
-            return Ok(name);
-        }
-        let state = self.checkpoint_state(w);
-        let keep = self.cfg.coordinator.keep_checkpoints;
-        let dir = checkpoint::write(&self.run_dir, &mut w.file, state, keep, &self.faults)?;
-        // The journal goes only as far as every checkpoint kept on disk covers, so any of
-        // them can resume (with keep_checkpoints = 0 nothing is pruned: all are kept).
-        let oldest_kept = checkpoint::list(&self.run_dir).first().and_then(|d| checkpoint::version_of(d));
-        if keep > 0
-            && let Some(oldest) = oldest_kept
-        {
-            journal::prune(&self.run_dir, oldest.min(version))?;
-        }
-        self.faults.hit(FaultPoint::CheckpointJournalPruned, version)?;
-        *self.last_checkpoint.lock().unwrap() = Some(unchanged);
-        tracing::info!(version, "checkpoint {}", dir.display());
-        Ok(dir)
-    }
-
-    /// Writes a checkpoint now (end of run, signal).
-    pub fn checkpoint(&self) -> Result<PathBuf, CheckpointError> {
-        let mut w = self.weights.lock().unwrap();
-        self.checkpoint_locked(&mut w)
-    }
-
-    fn metrics_line_locked(&self, w: &WeightState) -> Result<(), String> {
+    pub(super) fn metrics_line_locked(&self, w: &WeightState) -> Result<(), String> {
         let v = if self.validation.is_empty() {
             None
         } else {
@@ -637,9 +313,6 @@ impl Core {
             .open(&path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
-        if let Some(v) = v {
-            *self.last_validation.lock().unwrap() = Some(v);
-        }
         Ok(())
     }
 

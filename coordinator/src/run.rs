@@ -8,7 +8,6 @@ use keima_proto::v1::StatusReply;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 pub struct RunOptions {
@@ -34,7 +33,7 @@ pub struct RunSummary {
 /// The run's token: from the config, the token file, `<run_dir>/token`, or a new random
 /// one written there (mode 0600).
 pub fn resolve_token(core: &Core) -> Result<String, String> {
-    let c = &core.cfg.coordinator;
+    let c = &core.config().coordinator;
     if !c.token.is_empty() {
         return Ok(c.token.clone());
     }
@@ -49,7 +48,7 @@ pub fn resolve_token(core: &Core) -> Result<String, String> {
     if let Some(p) = &c.token_file {
         return read(p);
     }
-    let path = core.run_dir.join("token");
+    let path = core.run_dir().join("token");
     if path.is_file() {
         return read(&path);
     }
@@ -101,7 +100,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         .map_err(|e| e.to_string())?;
     let started = Instant::now();
     rt.block_on(async move {
-        let c = &core.cfg.coordinator;
+        let c = &core.config().coordinator;
         let listener = tokio::net::TcpListener::bind(&c.listen)
             .await
             .map_err(|e| format!("listen {}: {e} (set [coordinator] listen or --listen)", c.listen))?;
@@ -110,7 +109,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         let scheme = if tls { "https" } else { "http" };
         let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
         let url = format!("{scheme}://{host}:{}", addr.port());
-        crate::fsutil::write_atomic(&core.run_dir.join("coordinator.url"), url.as_bytes())
+        crate::fsutil::write_atomic(&core.run_dir().join("coordinator.url"), url.as_bytes())
             .map_err(|e| e.to_string())?;
         let mut builder = tonic::transport::Server::builder();
         if let (Some(cert), Some(key)) = (&c.tls_cert, &c.tls_key) {
@@ -141,14 +140,14 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
                 .map_err(|e| format!("metrics_listen {}: {e}", c.metrics_listen))?;
             let maddr = l.local_addr().map_err(|e| e.to_string())?;
             crate::fsutil::write_atomic(
-                &core.run_dir.join("metrics.url"),
+                &core.run_dir().join("metrics.url"),
                 format!("http://{maddr}/metrics").as_bytes(),
             )
             .map_err(|e| e.to_string())?;
             tracing::info!("metrics on http://{maddr}/metrics");
             Some(tokio::spawn(crate::metrics::serve(l, core.clone())))
         };
-        tracing::info!(run = %core.run_id, "coordinator listening on {url}");
+        tracing::info!(run = %core.run_id(), "coordinator listening on {url}");
         let mut children = Vec::new();
         for i in 0..opts.local_workers {
             let ca = c.tls_ca.as_deref().or(c.tls_cert.as_deref()).filter(|_| tls);
@@ -169,14 +168,16 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
                 break;
             }
         }
-        core.stop_requested.store(interrupted, Ordering::SeqCst);
+        if interrupted {
+            core.stop_leasing();
+        }
         let fin = core.clone();
         let (checkpoint, export) = tokio::task::spawn_blocking(move || -> Result<_, String> {
             if !interrupted {
                 fin.metrics_line()?;
             }
             let ck = fin.checkpoint().map_err(|e| e.to_string())?;
-            let ex = if !interrupted && fin.cfg.coordinator.export { Some(fin.export()?) } else { None };
+            let ex = if !interrupted && fin.config().coordinator.export { Some(fin.export()?) } else { None };
             fin.flush()?;
             Ok((ck, ex))
         })

@@ -2,15 +2,15 @@
 //! lengths, layout, sizes, counts, finite values, checksum) and hands the work to `Core`.
 //! Strings from workers are logged escaped (`escape_debug`), so they cannot forge log lines.
 
-use crate::core::{Core, MAX_SHARD_POSITIONS, ReceivedPush, now_ms};
+use crate::core::{Core, MAX_SHARD_POSITIONS, ReceivedPush, WeightsUpdate, now_ms};
 use crate::error::PushError;
+use engine_core::teacher::PackedSfenValue;
 use keima_proto::sparse::{self, Fnv64};
 use keima_proto::v1::coordinator_server::{Coordinator, CoordinatorServer};
 use keima_proto::v1::{self, push_chunk::Part};
 use keima_proto::{MAX_MESSAGE_BYTES, checks, seal};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
@@ -20,6 +20,8 @@ pub const MAX_WORKER_NAME_BYTES: usize = 128;
 pub const MAX_VERSION_BYTES: usize = 64;
 /// Longest part of `CompleteRequest.error` kept, bytes (the rest is cut).
 pub const MAX_ERROR_BYTES: usize = 4096;
+/// Bytes of one teacher record (a PackedSfenValue) in a push.
+const RECORD_BYTES: usize = PackedSfenValue::SIZE;
 
 pub struct Service {
     pub core: Arc<Core>,
@@ -86,10 +88,6 @@ impl Service {
         Ok(())
     }
 
-    fn add_out(&self, bytes: u64) {
-        self.core.totals.lock().unwrap().bytes_out += bytes;
-    }
-
     /// Receives, checks and merges one push; counts and logs what went wrong. The gRPC
     /// method is this plus the status mapping (`PushError` → `Status`).
     pub async fn push<S>(&self, stream: S) -> Result<v1::PushReply, PushError>
@@ -106,14 +104,10 @@ impl Service {
             Err(e) => Err(e),
         };
         if let Err(e) = &result {
-            let mut t = self.core.totals.lock().unwrap();
+            self.core.count_failed_push(e);
             if e.is_server_fault() {
-                t.server_faults += 1;
-                drop(t);
                 tracing::error!("push not merged, coordinator fault (the worker retries): {e}");
             } else {
-                t.rejected_pushes += 1;
-                drop(t);
                 tracing::warn!("push rejected: {}", e.to_string().escape_debug());
             }
         }
@@ -125,8 +119,9 @@ impl Service {
         S: Stream<Item = Result<v1::PushChunk, Status>> + Unpin,
     {
         let core = &self.core;
-        let features = core.layout.features;
-        let limit_mib = core.cfg.coordinator.max_push_mib;
+        let layout = core.layout();
+        let features = layout.features;
+        let limit_mib = core.config().coordinator.max_push_mib;
         let max_bytes = limit_mib << 20;
         let invalid = |m: String| PushError::Invalid(m);
         let first = stream
@@ -142,11 +137,11 @@ impl Service {
         if !core.touch(&h.worker_id) {
             return Err(PushError::UnknownWorker(h.worker_id));
         }
-        checks::layout(h.layout.as_ref(), &core.layout).map_err(PushError::Incompatible)?;
+        checks::layout(h.layout.as_ref(), &layout).map_err(PushError::Incompatible)?;
         if h.gradient_entries > features {
             return Err(invalid(format!("{} gradient entries for {features} features", h.gradient_entries)));
         }
-        if h.teacher_records > (max_bytes / 40).max(1) {
+        if h.teacher_records > (max_bytes / RECORD_BYTES as u64).max(1) {
             return Err(invalid(format!("{} teacher records exceed the push limit", h.teacher_records)));
         }
         let mut gradient = Vec::with_capacity(h.gradient_entries.min(1 << 24) as usize);
@@ -183,14 +178,14 @@ impl Service {
                     }
                     let raw = sparse::decompress(&blob, sparse::MAX_BLOB_BYTES)
                         .map_err(|e| invalid(e.to_string()))?;
-                    if raw.len() % 40 != 0 {
-                        return Err(invalid(
-                            "teacher record chunk is not a whole number of 40-byte records".into(),
-                        ));
+                    if raw.len() % RECORD_BYTES != 0 {
+                        return Err(invalid(format!(
+                            "teacher record chunk is not a whole number of {RECORD_BYTES}-byte records"
+                        )));
                     }
                     payload.update(&raw);
                     records.extend_from_slice(&raw);
-                    if records.len() as u64 / 40 > h.teacher_records {
+                    if (records.len() / RECORD_BYTES) as u64 > h.teacher_records {
                         return Err(invalid("more teacher records than the header announced".into()));
                     }
                 }
@@ -199,11 +194,11 @@ impl Service {
                 None => return Err(invalid("a push chunk without content".into())),
             }
         };
-        if gradient.len() as u64 != h.gradient_entries || records.len() as u64 / 40 != h.teacher_records {
+        let record_count = records.len() / RECORD_BYTES;
+        if gradient.len() as u64 != h.gradient_entries || record_count as u64 != h.teacher_records {
             return Err(invalid(format!(
-                "push holds {} entries and {} records, the header announced {} and {}",
+                "push holds {} entries and {record_count} records, the header announced {} and {}",
                 gradient.len(),
-                records.len() / 40,
                 h.gradient_entries,
                 h.teacher_records
             )));
@@ -271,11 +266,11 @@ impl Coordinator for Service {
         );
         Ok(Response::new(v1::RegisterReply {
             worker_id: id,
-            layout: Some(self.core.layout),
-            heartbeat_ms: self.core.cfg.coordinator.heartbeat_ms,
-            max_push_bytes: self.core.cfg.coordinator.max_push_mib << 20,
-            pattern_file: self.core.pattern_file.clone(),
-            run_id: self.core.run_id.clone(),
+            layout: Some(self.core.layout()),
+            heartbeat_ms: self.core.config().coordinator.heartbeat_ms,
+            max_push_bytes: self.core.config().coordinator.max_push_mib << 20,
+            pattern_file: self.core.pattern_file().to_vec(),
+            run_id: self.core.run_id().to_string(),
         }))
     }
 
@@ -304,12 +299,8 @@ impl Coordinator for Service {
         self.check(r.protocol, &r.worker_id)?;
         let core = self.core.clone();
         let chunks = tokio::task::spawn_blocking(move || {
-            let w = core.weights.lock().unwrap();
-            let version = w.version();
-            let delta = if r.full { None } else { w.delta_entries(r.have_version) };
-            let full = delta.is_none();
-            let entries = delta.unwrap_or_else(|| w.full_entries());
-            drop(w);
+            let WeightsUpdate { version, full, entries } = core.weights_update(r.have_version, r.full);
+            let layout = core.layout();
             let parts: Vec<&[(u32, [i32; 2])]> = if entries.is_empty() {
                 vec![&[]]
             } else {
@@ -326,14 +317,14 @@ impl Coordinator for Service {
                     chunk_count: count,
                     entries: part.len() as u64,
                     blob: sparse::compress(&sparse::encode_weights(part)),
-                    layout: Some(core.layout),
+                    layout: Some(layout),
                 })
                 .collect::<Vec<_>>()
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?;
         let bytes: u64 = chunks.iter().map(|c| c.blob.len() as u64).sum();
-        self.add_out(bytes);
+        self.core.count_bytes_out(bytes);
         Ok(Response::new(Box::pin(tokio_stream::iter(chunks.into_iter().map(Ok)))))
     }
 
@@ -364,16 +355,16 @@ impl Coordinator for Service {
 
 /// The run's counters as the wire's status message (also rendered for Prometheus).
 pub fn status_of(core: &Core) -> v1::StatusReply {
-    let c = core.queue.lock().unwrap().counts();
-    let t = core.totals.lock().unwrap().clone();
-    let elapsed = core.started.elapsed().as_secs_f64();
+    let c = core.shard_counts();
+    let t = core.totals();
+    let elapsed = core.uptime().as_secs_f64();
     v1::StatusReply {
-        run_id: core.run_id.clone(),
+        run_id: core.run_id().to_string(),
         shards_total: c.total,
         shards_pending: c.pending,
         shards_leased: c.leased,
         shards_done: c.done,
-        weights_version: core.version.load(Ordering::SeqCst),
+        weights_version: core.weights_version(),
         positions_merged: t.positions_merged,
         gradient_entries_merged: t.gradient_entries_merged,
         workers_alive: core.workers_alive(),

@@ -79,7 +79,7 @@ fn chunks(core: &Core, worker: &str, lease: &v1::Lease, version: u64, w: &Work) 
         shard_id: lease.shard_id,
         attempt: lease.attempt,
         weights_version: version,
-        layout: Some(core.layout),
+        layout: Some(core.layout()),
         gradient_entries: w.gradient.len() as u64,
         teacher_records: (w.records.len() / 40) as u64,
     };
@@ -114,7 +114,7 @@ async fn lease_and_push(
     keep_records: bool,
 ) -> Result<(u64, v1::PushReply), Status> {
     let l = lease(&svc.core, worker);
-    let version = svc.core.version.load(std::sync::atomic::Ordering::SeqCst);
+    let version = svc.core.weights_version();
     let w = work(l.shard_id, keep_records);
     push(svc, chunks(&svc.core, worker, &l, version, &w)).await.map(|r| (l.shard_id, r))
 }
@@ -149,9 +149,9 @@ fn merge_counters(t: &Totals) -> (u64, u64, u64, u64, u64, u64, u64) {
 }
 
 fn assert_state(core: &Core, merges: u64, keep_records: bool) {
-    assert_eq!(core.version.load(std::sync::atomic::Ordering::SeqCst), merges, "weights version");
-    assert_eq!(core.queue.lock().unwrap().counts().done, merges, "shards done");
-    let t = core.totals.lock().unwrap().clone();
+    assert_eq!(core.weights_version(), merges, "weights version");
+    assert_eq!(core.shard_counts().done, merges, "shards done");
+    let t = core.totals();
     assert_eq!(merge_counters(&t), merge_counters(&expected_totals(merges, keep_records)), "{t:?}");
 }
 
@@ -169,7 +169,7 @@ fn resume(run_dir: &Path) -> Service {
 }
 
 fn fail_at(core: &Core, point: FaultPoint, version: u64) {
-    core.faults.arm(FaultPlan { point, version: Some(version), action: FaultAction::Fail });
+    core.faults().arm(FaultPlan { point, version: Some(version), action: FaultAction::Fail });
 }
 
 /// Every crash point inside a checkpoint (all but the one in the merge path).
@@ -245,7 +245,7 @@ fn fault2_crash_while_writing_a_new_checkpoint_leaves_nothing_behind() {
             let (_, r) = rt.block_on(lease_and_push(&svc, &id, false)).unwrap();
             assert_eq!(r.outcome, Outcome::Merged as i32);
         }
-        assert_eq!(svc.core.totals.lock().unwrap().server_faults, 1, "{point}");
+        assert_eq!(svc.core.totals().server_faults, 1, "{point}");
         let unfinished = checkpoint::root(&run).join(format!("ckpt-{version:012}.tmp"));
         let early = matches!(point, FaultPoint::CheckpointWeightsCopied | FaultPoint::CheckpointStateWritten);
         assert_eq!(unfinished.exists(), early, "{point}");
@@ -253,7 +253,7 @@ fn fault2_crash_while_writing_a_new_checkpoint_leaves_nothing_behind() {
         svc = resume(&run);
         assert_eq!(leftovers(&run), Vec::<String>::new(), "{point}");
         assert_state(&svc.core, version, false);
-        assert_eq!(svc.core.totals.lock().unwrap().server_faults, 0, "{point}: not in any checkpoint");
+        assert_eq!(svc.core.totals().server_faults, 0, "{point}: not in any checkpoint");
     }
     let id = svc.core.register("b", 1);
     rt.block_on(lease_and_push(&svc, &id, false)).unwrap();
@@ -280,12 +280,12 @@ fn fault3_journal_replay_restores_every_merge_counter() {
     let e = rt.block_on(lease_and_push(&svc, &id, true)).unwrap_err();
     assert_eq!(e.code(), Code::Internal, "{e:?}");
     assert_state(&svc.core, 3, true);
-    let live = svc.core.totals.lock().unwrap().clone();
+    let live = svc.core.totals();
     assert_eq!(live.teacher_records_kept, expected_totals(3, true).teacher_records_kept);
     drop(svc);
     let svc = resume(&run);
     assert_state(&svc.core, 4, true);
-    let t = svc.core.totals.lock().unwrap().clone();
+    let t = svc.core.totals();
     assert_eq!(t.teacher_records_kept, 4 * 11 + 6, "records of shards 0..4 (11, 12, 13, 14)");
     // The pusher of the 4th shard retries after the restart: a duplicate, not a merge.
     let id = svc.core.register("a", 1);
@@ -343,7 +343,7 @@ fn fault4_pushes_and_returns_count_only_from_the_lease_holder() {
         };
         let r = svc.complete(Request::new(complete(&b, &la))).await.unwrap().into_inner();
         assert!(!r.accepted);
-        let q = core.queue.lock().unwrap().clone();
+        let q = core.queue_snapshot();
         assert_eq!(q.shards[0].failures, 0);
         assert!(matches!(&q.shards[0].state, keima_coordinator::queue::ShardState::Leased { worker, .. } if *worker == a));
         // The holders' own pushes merge, each once, with their own positions.
@@ -356,9 +356,9 @@ fn fault4_pushes_and_returns_count_only_from_the_lease_holder() {
         assert!(svc.complete(Request::new(complete(&a, &lc))).await.unwrap().into_inner().accepted);
     });
     assert_state(&core, 2, false);
-    let t = core.totals.lock().unwrap().clone();
+    let t = core.totals();
     assert_eq!(t.rejected_pushes, 4, "{t:?}");
-    assert_eq!(core.queue.lock().unwrap().shards[2].failures, 1);
+    assert_eq!(core.queue_snapshot().shards[2].failures, 1);
 }
 
 /// Fault 5: claimed counts are checked against the payload and the shard, and bounded.
@@ -396,7 +396,7 @@ fn fault5_claimed_counts_are_checked_and_bounded() {
         assert_eq!(r.outcome, Outcome::Merged as i32);
     });
     assert_state(&core, 1, true);
-    assert_eq!(core.totals.lock().unwrap().rejected_pushes, 4);
+    assert_eq!(core.totals().rejected_pushes, 4);
 
     // Teacher records sent back when the lease asked for none.
     let tmp2 = tmp("counts-norecords");
@@ -460,7 +460,7 @@ fn fault6_register_fields_cannot_forge_log_lines() {
     assert_eq!(lines.len(), 1, "one registration, one line: {text:?}");
     assert!(lines[0].contains(r"1.0\nINFO keima: run finished"), "{text:?}");
     assert!(lines[0].contains(r"evil\r\nWARN x"), "{text:?}");
-    assert_eq!(svc.core.workers.lock().unwrap().len(), 1, "the refused registrations left no worker");
+    assert_eq!(svc.core.workers_registered(), 1, "the refused registrations left no worker");
 }
 
 /// Fault 7: a coordinator disk error after the merge was applied (the checkpoint) is the
@@ -480,7 +480,7 @@ fn fault7_server_faults_are_not_the_workers_and_the_run_goes_on() {
     std::fs::write(&obstacle, b"in the way").unwrap();
     let (_, r) = rt.block_on(lease_and_push(&svc, &id, false)).unwrap();
     assert_eq!((r.outcome, r.merge_seq), (Outcome::Merged as i32, 1));
-    let t = core.totals.lock().unwrap().clone();
+    let t = core.totals();
     assert_eq!((t.rejected_pushes, t.server_faults), (0, 1), "{t:?}");
     assert_state(&core, 1, false);
     std::fs::remove_file(&obstacle).unwrap();
@@ -493,7 +493,7 @@ fn fault7_server_faults_are_not_the_workers_and_the_run_goes_on() {
     let e = rt.block_on(push(&svc, push_of_shard_1.clone())).unwrap_err();
     assert_eq!(e.code(), Code::Unavailable, "{e:?}");
     assert_state(&core, 1, false);
-    let t = core.totals.lock().unwrap().clone();
+    let t = core.totals();
     assert_eq!((t.rejected_pushes, t.server_faults), (0, 2), "{t:?}");
     std::fs::remove_file(&journal).unwrap();
     std::fs::rename(run.join("journal.away"), &journal).unwrap();

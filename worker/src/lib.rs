@@ -1,11 +1,19 @@
 //! Keima's worker: leases shards from a coordinator, generates teacher positions by deep
 //! search (or reads them), computes the learner's sparse gradient, and pushes it back.
-//! Data flow: `run` (the loop, network) → `local_weights` (the synced evaluator) →
-//! `shard_job` (teacher → gradient, all in engine-core).
+//! Data flow: `connection` (address, TLS, token) → `run` (the loop, with `retry`'s one way
+//! of retrying a call) → `local_weights` (the synced evaluator) → `shard_job` (teacher →
+//! gradient, all in engine-core). `status_client` is `keima status`'s one call.
 
+pub mod connection;
+pub mod error;
 pub mod local_weights;
+pub mod retry;
 pub mod run;
 pub mod shard_job;
 pub mod simulate;
+pub mod status_client;
 
-pub use run::{WorkerOptions, WorkerSummary, fetch_status, run};
+pub use connection::Connection;
+pub use error::WorkerError;
+pub use run::{WorkerOptions, WorkerSummary, run};
+pub use status_client::fetch_status;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// A finished shard: the gradient (sorted by index, distinct), the teacher records (raw
-/// 40-byte PackedSfenValue, empty unless asked for), and its statistics.
+/// PackedSfenValue bytes, empty unless asked for), and its statistics.
 pub struct ShardOutput {
     pub gradient: Vec<(u32, [f32; 2])>,
     pub records: Vec<u8>,

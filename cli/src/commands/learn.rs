@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 #[derive(Args)]
 pub struct LearnArgs {
-    /// TOML config (see configs/learn-demo.toml and configs/learn-full.toml).
+    /// TOML config (configs/learn-full.toml documents every key; configs/learn-demo.toml is a
+    /// small run).
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     config: Option<PathBuf>,
     /// Continue from a checkpoint directory, or from the newest valid checkpoint of a run.

@@ -2,6 +2,7 @@
 
 use super::CommandResult;
 use clap::Args;
+use keima_worker::{Connection, fetch_status};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,8 +21,9 @@ pub struct StatusArgs {
 }
 
 pub fn run(a: StatusArgs) -> CommandResult {
-    let token = super::worker::token(&a.token_file)?;
-    let s = keima_worker::fetch_status(&a.url, &token, a.tls_ca)?;
+    let connection =
+        Connection { coordinator: a.url, token: super::worker::token(&a.token_file)?, tls_ca: a.tls_ca };
+    let s = fetch_status(&connection).map_err(|e| e.to_string())?;
     if a.json {
         println!(
             "{}",

@@ -15,7 +15,7 @@ pub const QUICKSTART: &str = include_str!("../../../configs/quickstart.toml");
 
 #[derive(Args)]
 pub struct TrainArgs {
-    /// TOML config (configs/quickstart.toml documents every key). Without --config and
+    /// TOML config (configs/full-scale.toml documents every key). Without --config and
     /// --resume: the embedded quickstart config (a small run of a few minutes).
     #[arg(long, conflicts_with = "resume")]
     config: Option<String>,
@@ -57,7 +57,7 @@ pub fn run_cmd(a: TrainArgs) -> CommandResult {
             eprintln!("{w}");
         }
         if let Some(m) = &a.metrics_listen {
-            core.cfg.coordinator.metrics_listen = m.clone();
+            core.set_metrics_listen(m.clone());
         }
         core
     } else {
@@ -73,16 +73,16 @@ pub fn run_cmd(a: TrainArgs) -> CommandResult {
         }
         Core::create(cfg)?
     };
-    let local_workers = a.local_workers.unwrap_or(core.cfg.local_workers.count);
-    let worker_threads = a.worker_threads.unwrap_or(core.cfg.local_workers.threads).max(1);
-    let total = core.queue.lock().unwrap().counts().total;
+    let local_workers = a.local_workers.unwrap_or(core.config().local_workers.count);
+    let worker_threads = a.worker_threads.unwrap_or(core.config().local_workers.threads).max(1);
+    let total = core.shard_counts().total;
     eprintln!(
         "run {}: {} shards, {} local workers x {} threads, run directory {}",
-        core.run_id,
+        core.run_id(),
         total,
         local_workers,
         worker_threads,
-        core.run_dir.display()
+        core.run_dir().display()
     );
     let bar = if a.quiet { ProgressBar::hidden() } else { ProgressBar::new(total) };
     bar.set_style(

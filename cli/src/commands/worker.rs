@@ -2,7 +2,7 @@
 
 use super::CommandResult;
 use clap::Args;
-use keima_worker::{WorkerOptions, run};
+use keima_worker::{Connection, WorkerOptions, run};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -57,14 +57,17 @@ pub fn run_cmd(a: WorkerArgs) -> CommandResult {
         format!("{}-{}", host.trim(), std::process::id())
     });
     let s = run(WorkerOptions {
-        coordinator: a.coordinator.clone(),
-        token: token(&a.token_file)?,
+        connection: Connection {
+            coordinator: a.coordinator.clone(),
+            token: token(&a.token_file)?,
+            tls_ca: a.tls_ca,
+        },
         threads: a.threads.max(1),
         name: name.clone(),
-        tls_ca: a.tls_ca,
         max_shards: a.max_shards,
         give_up_after: Duration::from_secs(a.give_up_after),
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     if !a.quiet || s.interrupted {
         println!(
             "worker {name}: {} shards ({} merged, {} duplicate, {} stale), {} dropped (lease gone), {} \
