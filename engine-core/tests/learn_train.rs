@@ -469,7 +469,7 @@ fn bagging_config(
     train: &std::path::Path,
     out: std::path::PathBuf,
     seed: u64,
-    bagging: engine_core::learn::bagging::BaggingConfig,
+    bagging: engine_core::learn::config::BaggingConfig,
 ) -> LearnConfig {
     let mut cfg = LearnConfig {
         shards: vec![train.to_string_lossy().into_owned()],
@@ -494,7 +494,9 @@ fn bagging_config(
 /// after the run, or with a phase's `done` mark lost, changes nothing.
 #[test]
 fn bagging_runs_a_common_phase_then_one_per_player() {
-    use engine_core::learn::bagging::{self, BagPhase, BaggingConfig, draw_count};
+    use engine_core::learn::bag_sample::draw_count;
+    use engine_core::learn::bagging;
+    use engine_core::learn::config::{BagPhase, BaggingConfig};
     engine_core::rules::attacks::init();
     let tmp = tmp_dir("bagging");
     let dir = tmp.path();
@@ -550,7 +552,8 @@ fn bagging_runs_a_common_phase_then_one_per_player() {
 #[test]
 fn mncl_pushes_a_later_player_away_from_the_earlier_ones() {
     use engine_core::learn::WeightFile;
-    use engine_core::learn::bagging::{self, BaggingConfig};
+    use engine_core::learn::bagging;
+    use engine_core::learn::config::BaggingConfig;
     engine_core::rules::attacks::init();
     let tmp = tmp_dir("mncl");
     let dir = tmp.path();

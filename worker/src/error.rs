@@ -1,9 +1,29 @@
 //! What stops a worker: the errors no retry can fix.
 
 use crate::connection::ConnectError;
-use crate::retry::Call;
+use std::fmt;
 use std::time::Duration;
 use tonic::Code;
+
+/// A call to the coordinator, as errors and logs name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    Register,
+    Lease,
+    PullWeights,
+    Push { shard: u64 },
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Call::Register => f.write_str("register"),
+            Call::Lease => f.write_str("lease"),
+            Call::PullWeights => f.write_str("pull weights"),
+            Call::Push { shard } => write!(f, "push of shard {shard}"),
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {

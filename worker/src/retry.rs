@@ -2,30 +2,9 @@
 //! decides (`on_error`), never the message; a coordinator that is away or faulty is waited
 //! for with growing pauses (`Backoff`) for at most `give_up_after`.
 
-use crate::error::WorkerError;
-use std::fmt;
+use crate::error::{Call, WorkerError};
 use std::time::{Duration, Instant};
 use tonic::{Code, Status};
-
-/// A call to the coordinator, as errors and logs name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Call {
-    Register,
-    Lease,
-    PullWeights,
-    Push { shard: u64 },
-}
-
-impl fmt::Display for Call {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Call::Register => f.write_str("register"),
-            Call::Lease => f.write_str("lease"),
-            Call::PullWeights => f.write_str("pull weights"),
-            Call::Push { shard } => write!(f, "push of shard {shard}"),
-        }
-    }
-}
 
 /// What to do about a failed call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,9 +5,10 @@
 //! can fix. On SIGTERM/SIGINT it gives its lease back and exits.
 
 use crate::connection::{Client, Connection, connect};
+use crate::error::Call;
 use crate::error::WorkerError;
 use crate::local_weights::LocalWeights;
-use crate::retry::{Backoff, Call, Setback, retrying};
+use crate::retry::{Backoff, Setback, retrying};
 use crate::shard_job::{self, ShardOutput};
 use engine_core::teacher::PackedSfenValue;
 use keima_proto::PROTOCOL_VERSION;

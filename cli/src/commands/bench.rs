@@ -2,24 +2,8 @@ use super::{CommandResult, parse_position};
 use clap::{Args, Subcommand};
 use engine_core::rules::perft::perft;
 use engine_core::search::bench::DEFAULT_BENCH_DEPTH;
-use engine_core::teacher::{Opening, load_openings};
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
-
-/// The openings file the benchmarks start from, relative to the project root (where
-/// BENCHMARKS.md's figures were taken).
-pub(super) const SHARED_OPENINGS: &str = "../shared/data/openings/records2016_10818.sfen";
-
-/// The shared openings, or `None` when the file is not there (the benchmarks then use
-/// random games); a file that is there but does not load is an error.
-pub(super) fn shared_openings() -> Result<Option<Vec<Opening>>, String> {
-    let path = Path::new(SHARED_OPENINGS);
-    if !path.exists() {
-        return Ok(None);
-    }
-    load_openings(path).map(Some).map_err(|e| e.to_string())
-}
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]

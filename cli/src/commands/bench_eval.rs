@@ -2,7 +2,7 @@
 //! recomputation, with and without pattern features.
 
 use super::CommandResult;
-use super::bench::{SHARED_OPENINGS, shared_openings};
+use super::bench_openings::{SHARED_OPENINGS, shared_openings};
 use engine_core::eval::patterns::{Band, ExtractConfig, PatternCounter, PatternSet, file as pattern_file};
 use engine_core::eval::{Evaluator, KpptTables};
 use engine_core::rules::{Move, Position};

@@ -5,7 +5,7 @@
 //! and the peak resident memory of the process (VmHWM).
 
 use super::CommandResult;
-use super::bench::shared_openings;
+use super::bench_openings::shared_openings;
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient;
 use engine_core::learn::{LearnConfig, Trainer};

@@ -4,6 +4,7 @@ pub mod bench_depth;
 mod bench_eval;
 mod bench_learn;
 mod bench_mate;
+mod bench_openings;
 mod bench_search;
 pub mod consult_stats;
 pub mod dobutsu;

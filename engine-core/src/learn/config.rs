@@ -3,7 +3,6 @@
 //! `check_disk_space`; `keima learn` adds its loop keys at the top ([`LearnConfig`]). Every
 //! table refuses unknown keys, and every key has a default.
 
-use super::bagging::BaggingConfig;
 use super::factors::Factorization;
 use crate::config::{ConfigError, Migration, table_mut};
 use serde::{Deserialize, Serialize};
@@ -176,6 +175,92 @@ impl LearnSettings {
     }
 }
 
+/// `[bagging]` of `keima learn`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BaggingConfig {
+    /// Players P (0 = no bagging: one ordinary run).
+    pub players: usize,
+    /// Draws M as a multiple of the records N (research: 40,000 of 20,000 games = 2.0).
+    pub draws: f64,
+    /// Draws K learned by every player, as a multiple of N (research: 25,000 / 20,000).
+    pub common: f64,
+    /// MNCL's λ (0 = plain bagging). The research: 1e-6 helped, 1e-4 diverged (its scale).
+    pub ncl_lambda: f64,
+    /// MNCL's C: a pull of every touched weight toward 0 against divergence.
+    pub ncl_c: f64,
+    /// Set by the bagging run for each phase's trainer (stored in its checkpoints); not
+    /// for config files.
+    pub phase: Option<BagPhase>,
+}
+
+impl Default for BaggingConfig {
+    fn default() -> Self {
+        BaggingConfig { players: 0, draws: 2.0, common: 1.25, ncl_lambda: 0.0, ncl_c: 0.0, phase: None }
+    }
+}
+
+/// Which sample a trainer learns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BagPhase {
+    Common,
+    /// Player 1 … P.
+    Player(usize),
+}
+
+impl BagPhase {
+    /// The phase's directory under the run's `out_dir`.
+    pub fn dir_name(self) -> String {
+        match self {
+            BagPhase::Common => "common".into(),
+            BagPhase::Player(p) => format!("player-{p:02}"),
+        }
+    }
+
+    pub(crate) fn salt(self) -> u64 {
+        match self {
+            BagPhase::Common => 0,
+            BagPhase::Player(p) => p as u64,
+        }
+    }
+}
+
+impl BaggingConfig {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let finite = self.draws.is_finite() && self.common.is_finite();
+        if self.players > 0
+            && !(finite && self.common >= 0.0 && self.draws > self.common && self.draws <= 100.0)
+        {
+            return Err(ConfigError::invalid(
+                "[bagging] draws, common",
+                format!(
+                    "need 0 <= common < draws <= 100, got common {} and draws {}",
+                    self.common, self.draws
+                ),
+            ));
+        }
+        let ncl = [self.ncl_lambda, self.ncl_c];
+        if ncl.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(ConfigError::invalid("[bagging] ncl_lambda, ncl_c", "must be finite and >= 0"));
+        }
+        Ok(())
+    }
+
+    /// Whether MNCL's term is on.
+    pub fn ncl(&self) -> bool {
+        self.players > 0 && (self.ncl_lambda > 0.0 || self.ncl_c > 0.0)
+    }
+
+    /// The mean number of times a record is drawn in `phase`.
+    pub fn rate(&self, phase: BagPhase) -> f64 {
+        match phase {
+            BagPhase::Common => self.common,
+            BagPhase::Player(_) => (self.draws - self.common) / self.players.max(1) as f64,
+        }
+    }
+}
+
 /// `keima learn` configuration (TOML). Paths are relative to the working directory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -281,6 +366,21 @@ impl LearnConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_and_checks() {
+        let c = BaggingConfig { players: 10, draws: 2.0, common: 1.25, ..BaggingConfig::default() };
+        assert_eq!(c.rate(BagPhase::Common), 1.25);
+        assert!((c.rate(BagPhase::Player(3)) - 0.075).abs() < 1e-12);
+        assert!(c.check().is_ok());
+        assert!(BaggingConfig { common: 2.0, ..c }.check().is_err());
+        assert!(BaggingConfig { draws: f64::NAN, ..c }.check().is_err());
+        // Off: nothing is checked.
+        assert!(BaggingConfig { players: 0, draws: -1.0, ..c }.check().is_ok());
+        assert_eq!(BagPhase::Player(7).dir_name(), "player-07");
+        assert!(BaggingConfig { ncl_lambda: -1.0, ..c }.check().is_err());
+        assert!(!c.ncl() && BaggingConfig { ncl_c: 0.1, ..c }.ncl());
+    }
 
     #[test]
     fn tables_parse_and_unknown_keys_are_named() {

@@ -23,72 +23,14 @@
 
 use super::adagrad::{AdaGradConfig, Quantized, apply_parallel};
 use super::gradient::sort_and_sum;
+pub use super::weights::{Factorization, KP_PARAMS, ParamLayout};
 use super::weights::{
     Feature, KKP_BASE, KPP_BASE, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
 };
 use crate::eval::bona_piece::{FE_END, FE_HAND_END, flip};
 use rayon::prelude::*;
 
-/// Which factors a weight file trains (header field; all off = plain KPPT training).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Factorization {
-    /// Share each KK/KKP/KPP weight with its left-right mirror image.
-    pub mirror: bool,
-    /// Train a KP (king, piece) factor folded into KKP.
-    pub kp: bool,
-}
-
-const BIT_MIRROR: u32 = 1;
-const BIT_KP: u32 = 2;
-
-impl Factorization {
-    pub const NONE: Factorization = Factorization { mirror: false, kp: false };
-
-    pub fn is_none(self) -> bool {
-        self == Factorization::NONE
-    }
-
-    /// The header encoding.
-    pub fn bits(self) -> u32 {
-        (self.mirror as u32 * BIT_MIRROR) | (self.kp as u32 * BIT_KP)
-    }
-
-    /// `None` for bits this build does not know.
-    pub fn from_bits(bits: u32) -> Option<Factorization> {
-        if bits & !(BIT_MIRROR | BIT_KP) != 0 {
-            return None;
-        }
-        Some(Factorization { mirror: bits & BIT_MIRROR != 0, kp: bits & BIT_KP != 0 })
-    }
-
-    /// Parameters stored after the raw features (and patterns).
-    pub fn extra_params(self) -> usize {
-        if self.kp { KP_PARAMS } else { 0 }
-    }
-}
-
-/// KP parameters: 81 king squares × FE_END pieces (`p = 0` is never used).
-pub const KP_PARAMS: usize = 81 * FE_END;
-
-/// Where the parameters are: the raw features (KK, KKP, KPP, patterns), then the factors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamLayout {
-    pub factors: Factorization,
-    pub patterns: usize,
-}
-
 impl ParamLayout {
-    /// Raw features: what the evaluator, the workers and the gradients address.
-    pub fn raw_features(&self) -> usize {
-        PATTERN_BASE + self.patterns
-    }
-
-    /// Records in the weight file.
-    pub fn params(&self) -> usize {
-        self.raw_features() + self.factors.extra_params()
-    }
-
     #[inline]
     fn kp_param(&self, k: usize, p: usize) -> usize {
         self.raw_features() + k * FE_END + p

@@ -3,9 +3,10 @@
 //! AdaGrad writing through to the quantized tables (`adagrad`), the data stream (`data`);
 //! the configuration (`config`), a run's weight set-up (`init`), held-out metrics
 //! (`validation`), the files of a run directory (`files`), checkpoints (`checkpoint`), the
-//! training loop (`trainer`), bagging's phases (`bagging`) and KPPT export (`export`).
+//! training loop (`trainer`), bagging's phases (`bagging`) and its sample (`bag_sample`) and KPPT export (`export`).
 
 pub mod adagrad;
+pub mod bag_sample;
 pub mod bagging;
 pub mod checkpoint;
 pub mod config;

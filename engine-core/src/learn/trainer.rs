@@ -10,7 +10,7 @@
 //! as an uninterrupted one.
 
 use super::adagrad::{self, Quantized};
-use super::bagging;
+use super::bag_sample::{self, NclPeers};
 use super::checkpoint::{self, CheckpointError, CheckpointState, StateError};
 use super::config::LearnConfig;
 use super::data::{ShuffleStream, epoch_rng, manifest_records, resolve_shards};
@@ -115,8 +115,8 @@ pub struct Trainer {
     metrics_path: PathBuf,
     last_metrics_at: Option<u64>,
     last_checkpoint_at: Option<u64>,
-    /// MNCL: the earlier players of a bagging run (`bagging::NclPeers`).
-    ncl: Option<bagging::NclPeers>,
+    /// MNCL: the earlier players of a bagging run (`bag_sample::NclPeers`).
+    ncl: Option<NclPeers>,
 }
 
 impl Trainer {
@@ -178,7 +178,7 @@ impl Trainer {
         let threads = if cfg.deterministic { 1 } else { cfg.threads };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| e.to_string())?;
         let out_dir = cfg.out_dir.clone();
-        let ncl = bagging::NclPeers::open(&cfg)?;
+        let ncl = NclPeers::open(&cfg)?;
         Ok(Trainer {
             metrics_path: out_dir.join(METRICS_FILE),
             out_dir,
@@ -339,7 +339,7 @@ impl Trainer {
         while batch.len() < self.cfg.batch_size {
             let Some(r) = stream.next_record()? else { break };
             consumed += 1;
-            for _ in 0..bagging::draw_count(&self.cfg.bagging, self.cfg.seed, phase, &r) {
+            for _ in 0..bag_sample::draw_count(&self.cfg.bagging, self.cfg.seed, phase, &r) {
                 batch.push(r);
             }
         }

@@ -14,7 +14,7 @@
 //! - 64: u64 updates applied; 72: u64 examples trained;
 //! - 80: u64 FNV-1a 64 of the pattern definitions (0 = no patterns);
 //! - 88: u64 data checksum (`data_checksum`, 0 = not recorded; written by `seal`);
-//! - 96: u32 factorization bits (`factors::Factorization`: 1 = mirror, 2 = KP; 0 = none,
+//! - 96: u32 factorization bits (`Factorization`: 1 = mirror, 2 = KP; 0 = none,
 //!   which is every file written before factors existed);
 //! - 4088: u64 FNV-1a 64 of bytes 0..4088 (header checksum). Other bytes are zero.
 //!
@@ -40,7 +40,6 @@
 //! (Allocating ahead with fallocate would guarantee it, but ext4 then reports every page
 //! the trainer has read as data to SEEK_DATA, and checkpoints would copy the whole file.)
 
-use super::factors::{Factorization, ParamLayout};
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::{KK_LEN, KKP_LEN};
 use memmap2::MmapMut;
@@ -515,6 +514,68 @@ impl WeightFile {
         f.set_len(total as u64).map_err(io("set length"))?;
         f.sync_all().map_err(io("fsync"))?;
         Ok(())
+    }
+}
+
+/// Which factors a weight file trains (header field; all off = plain KPPT training).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Factorization {
+    /// Share each KK/KKP/KPP weight with its left-right mirror image.
+    pub mirror: bool,
+    /// Train a KP (king, piece) factor folded into KKP.
+    pub kp: bool,
+}
+
+const BIT_MIRROR: u32 = 1;
+const BIT_KP: u32 = 2;
+
+impl Factorization {
+    pub const NONE: Factorization = Factorization { mirror: false, kp: false };
+
+    pub fn is_none(self) -> bool {
+        self == Factorization::NONE
+    }
+
+    /// The header encoding.
+    pub fn bits(self) -> u32 {
+        (self.mirror as u32 * BIT_MIRROR) | (self.kp as u32 * BIT_KP)
+    }
+
+    /// `None` for bits this build does not know.
+    pub fn from_bits(bits: u32) -> Option<Factorization> {
+        if bits & !(BIT_MIRROR | BIT_KP) != 0 {
+            return None;
+        }
+        Some(Factorization { mirror: bits & BIT_MIRROR != 0, kp: bits & BIT_KP != 0 })
+    }
+
+    /// Parameters stored after the raw features (and patterns).
+    pub fn extra_params(self) -> usize {
+        if self.kp { KP_PARAMS } else { 0 }
+    }
+}
+
+/// KP parameters: 81 king squares × FE_END pieces (`p = 0` is never used).
+pub const KP_PARAMS: usize = 81 * FE_END;
+
+/// Where the parameters are: the raw features (KK, KKP, KPP, patterns), then the factors
+/// (`factors` folds them; `ParamLayout::kp_index` is there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamLayout {
+    pub factors: Factorization,
+    pub patterns: usize,
+}
+
+impl ParamLayout {
+    /// Raw features: what the evaluator, the workers and the gradients address.
+    pub fn raw_features(&self) -> usize {
+        PATTERN_BASE + self.patterns
+    }
+
+    /// Records in the weight file.
+    pub fn params(&self) -> usize {
+        self.raw_features() + self.factors.extra_params()
     }
 }
 
