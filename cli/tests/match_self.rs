@@ -349,3 +349,36 @@ fn match_rejects_bad_limits() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("cannot be used with"));
 }
+
+/// `--nodes2` gives engine2 its own node budget: each engine logs the `go` commands it is
+/// sent (and resigns), and the logs show each engine's own budget.
+#[cfg(unix)]
+#[test]
+fn match_nodes2_gives_engine2_its_own_budget() {
+    let tmp = temp_dir("match-nodes2");
+    let dir = tmp.path();
+    let script = dir.join("logging_engine.sh");
+    std::fs::write(
+        &script,
+        "while read -r line; do\n\
+           case \"$line\" in\n\
+             usi) echo 'id name logger'; echo usiok ;;\n\
+             isready) echo readyok ;;\n\
+             go*) echo \"$line\" >> \"$1\"; echo 'bestmove resign' ;;\n\
+             quit) exit 0 ;;\n\
+           esac\n\
+         done\n",
+    )
+    .unwrap();
+    let (log1, log2) = (dir.join("engine1.log"), dir.join("engine2.log"));
+    let engine = |log: &std::path::Path| format!("sh {} {}", script.display(), log.display());
+    let (e1, e2) = (engine(&log1), engine(&log2));
+    let json = run_match(
+        &["--engine1", &e1, "--engine2", &e2, "--games", "2", "--nodes", "10", "--nodes2", "20"],
+        &dir.join("out"),
+    );
+    assert_eq!(json["limit"], "nodes 10 (engine1), 20 (engine2)");
+    let log = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    assert_eq!(log(&log1).lines().collect::<Vec<_>>(), ["go nodes 10"]);
+    assert_eq!(log(&log2).lines().collect::<Vec<_>>(), ["go nodes 20"]);
+}

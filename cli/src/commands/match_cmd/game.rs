@@ -151,7 +151,7 @@ fn play_game(ctx: &Ctx, g: usize, engines: &mut [Option<UsiClient>; 2]) -> Resul
         };
         // The go command and the time this move may use (None: only --timeout bounds it).
         let (go_cmd, allowed) = match ctx.limit {
-            Limit::Nodes(n) => (format!("go nodes {n}"), None),
+            Limit::Nodes(nodes) => (format!("go nodes {}", nodes[who]), None),
             Limit::MoveTime(t) => (format!("go movetime {t}"), Some(ms(t))),
             Limit::Clock { inc_ms, byoyomi_ms, .. } => {
                 let [b, w] = [Color::Black, Color::White].map(|c| clock[engine_of(c)].as_millis());

@@ -1,4 +1,4 @@
-//! What bounds each move of a match: `--nodes`, `--movetime`, or a clock (`--tc T+I`,
+//! What bounds each move of a match: `--nodes` (and `--nodes2`), `--movetime`, or a clock (`--tc T+I`,
 //! `--byoyomi`), and how it is described in the summary and the records.
 
 use super::MatchArgs;
@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 /// What bounds each move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Limit {
-    Nodes(u64),
+    /// Nodes per move of engine1 and engine2 (equal unless `--nodes2` is given).
+    Nodes([u64; 2]),
     MoveTime(u64),
     /// A clock per engine, in milliseconds (see the module documentation).
     Clock {
@@ -20,7 +21,7 @@ pub(super) enum Limit {
 impl Limit {
     pub(super) fn from_args(args: &MatchArgs) -> Result<Limit, String> {
         match (args.nodes, args.movetime, args.tc, args.byoyomi) {
-            (Some(n), ..) => Ok(Limit::Nodes(n)),
+            (Some(n), ..) => Ok(Limit::Nodes([n, args.nodes2.unwrap_or(n)])),
             (_, Some(t), ..) => Ok(Limit::MoveTime(t)),
             (_, _, tc, byoyomi) => {
                 let (main_ms, inc_ms) = tc.unwrap_or((0, 0));
@@ -38,7 +39,8 @@ impl Limit {
     /// For the summary and the records: `nodes 300`, `10+0.1 s`, `60+0 s, byoyomi 1000 ms`.
     pub(super) fn describe(self) -> String {
         match self {
-            Limit::Nodes(n) => format!("nodes {n}"),
+            Limit::Nodes([a, b]) if a == b => format!("nodes {a}"),
+            Limit::Nodes([a, b]) => format!("nodes {a} (engine1), {b} (engine2)"),
             Limit::MoveTime(t) => format!("movetime {t} ms"),
             Limit::Clock { main_ms: 0, inc_ms: 0, byoyomi_ms } => format!("byoyomi {byoyomi_ms} ms"),
             Limit::Clock { main_ms, inc_ms, byoyomi_ms } => {
@@ -98,6 +100,7 @@ mod tests {
         assert_eq!(clock(10_000, 100, 0).describe(), "10+0.1 s");
         assert_eq!(clock(60_000, 0, 1000).describe(), "60+0 s, byoyomi 1000 ms");
         assert_eq!(clock(0, 0, 100).describe(), "byoyomi 100 ms");
-        assert_eq!(Limit::Nodes(300).describe(), "nodes 300");
+        assert_eq!(Limit::Nodes([300, 300]).describe(), "nodes 300");
+        assert_eq!(Limit::Nodes([300, 3000]).describe(), "nodes 300 (engine1), 3000 (engine2)");
     }
 }

@@ -73,6 +73,10 @@ pub struct MatchArgs {
     /// Nodes per move (`go nodes N`).
     #[arg(long, conflicts_with_all = ["movetime", "byoyomi", "tc"])]
     nodes: Option<u64>,
+    /// Nodes per move of engine2 when it differs from --nodes (e.g. one player given the
+    /// total nodes of a consultation's players).
+    #[arg(long, requires = "nodes")]
+    nodes2: Option<u64>,
     /// Milliseconds per move (`go movetime MS`).
     #[arg(long, conflicts_with_all = ["byoyomi", "tc"])]
     movetime: Option<u64>,
