@@ -73,9 +73,13 @@ impl WeightState {
         // changed parameter is recomputed (the same as `keima learn`).
         let factored = (!layout.factors.is_none()).then(|| factors::FactoredUpdate::plan(&layout, grads));
         // The raw features whose quantized value may change, and their values before.
-        let candidates: Vec<u32> = match &factored {
-            Some(update) => update.dependents.clone(),
-            None => grads.iter().map(|&(i, _)| i).collect(),
+        let grad_indices: Vec<u32>;
+        let candidates: &[u32] = match &factored {
+            Some(update) => &update.dependents,
+            None => {
+                grad_indices = grads.iter().map(|&(i, _)| i).collect();
+                &grad_indices
+            }
         };
         let before: Vec<[i32; 2]> = {
             let (k, p) = (&*kppt, patterns.as_deref());

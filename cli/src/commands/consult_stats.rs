@@ -109,6 +109,9 @@ pub fn run(a: ConsultStatsArgs) -> CommandResult {
             if a.players == 0 {
                 return Err("--players must be at least 1".into());
             }
+            if a.noise < 0 {
+                return Err(format!("--noise {} is negative: give a standard deviation >= 0", a.noise));
+            }
             let ev = match &a.eval {
                 Some(dir) => kppt_evaluator(dir, "--eval")?,
                 None => Arc::new(Evaluator::material_only()),
@@ -116,7 +119,7 @@ pub fn run(a: ConsultStatsArgs) -> CommandResult {
             let opts = ConsultOptions {
                 mode: Mode::Random,
                 players: a.players,
-                noise: a.noise.max(0),
+                noise: a.noise,
                 seed: a.seed,
                 ..ConsultOptions::default()
             };
