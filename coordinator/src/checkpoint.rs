@@ -7,6 +7,7 @@
 use crate::config::TrainConfig;
 use crate::fault::{FaultPoint, Faults, Injected};
 use crate::fsutil::IoError;
+use crate::generations::GenerationState;
 use crate::journal::JournalMeta;
 use crate::queue::Queue;
 use engine_core::learn::checkpoint::{self as ckpt, StateError, Step};
@@ -16,9 +17,10 @@ use std::path::{Path, PathBuf};
 
 pub use engine_core::learn::checkpoint::{dir, find, list, recover, root, version_of};
 
-/// The format of [`CheckpointState`] this build writes. It reads 1 as well (protocol 2's
-/// shard specs and config keys, migrated by `legacy.rs`).
-pub const FORMAT: u32 = 2;
+/// The format of [`CheckpointState`] this build writes. It reads 1 (protocol 2's shard
+/// specs and config keys, migrated by `legacy.rs`) and 2 (before generations: one
+/// generation, no newbob) as well.
+pub const FORMAT: u32 = 3;
 
 /// Run totals that survive restarts. The merge counters (`merges` to `staleness_sum`, and
 /// `teacher_records_kept`) are restored exactly by journal replay; the traffic counters
@@ -66,6 +68,9 @@ pub struct CheckpointState {
     pub weights_checksum: u64,
     pub queue: Queue,
     pub totals: Totals,
+    /// Newbob's state and the best weights' version (format 3).
+    #[serde(default)]
+    pub generations: GenerationState,
     #[serde(deserialize_with = "stored_config")]
     pub config: TrainConfig,
     pub created_unix: u64,
@@ -88,8 +93,8 @@ impl ckpt::CheckpointState for CheckpointState {
                     }
                 }
             }
-            Some(2) => {}
-            found => return Err(StateError::Format { found: found.unwrap_or(0), readable: "1 and 2" }),
+            Some(2 | 3) => {}
+            found => return Err(StateError::Format { found: found.unwrap_or(0), readable: "1 to 3" }),
         }
         Ok(serde_json::from_value(v)?)
     }

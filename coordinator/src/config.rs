@@ -6,11 +6,13 @@
 //! teacher settings of `[selfplay]` and `[records]` are engine-core's `TeacherSearch`,
 //! `SelfPlayGames` and `UnknownResult`, the same as `keima gensfen`'s flags. Unknown keys
 //! are refused, naming the key; keys of an older keima are refused with their new spelling
-//! (`legacy.rs`). `configs/full-scale.toml` documents every key.
+//! (`legacy.rs`). `[[generation]]` tables make the run a schedule of generations
+//! (`generations.rs`), and `[newbob]` decays η with a rollback at their ends.
+//! `configs/full-scale.toml` documents every key.
 
 use engine_core::config::ConfigError;
-use engine_core::learn::config::LearnSettings;
-use engine_core::teacher::config::{SelfPlayGames, TeacherSearch, UnknownResult};
+use engine_core::learn::config::{LearnSettings, NewbobConfig};
+use engine_core::teacher::config::{SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -30,6 +32,10 @@ pub struct TrainConfig {
     pub selfplay: Option<SelfPlaySection>,
     pub teacher: Option<TeacherSection>,
     pub records: Option<RecordsSection>,
+    /// `[[generation]]`: the schedule (empty: one generation of the tables above).
+    pub generation: Vec<Generation>,
+    /// `[newbob]`: η decay with rollback on a held-out plateau, at each generation's end.
+    pub newbob: Option<NewbobConfig>,
     pub coordinator: CoordinatorSection,
     pub local_workers: LocalWorkersSection,
 }
@@ -44,6 +50,8 @@ impl Default for TrainConfig {
             selfplay: None,
             teacher: None,
             records: None,
+            generation: Vec::new(),
+            newbob: None,
             coordinator: CoordinatorSection::default(),
             local_workers: LocalWorkersSection::default(),
         }
@@ -121,6 +129,31 @@ impl Default for RecordsSection {
             search: TeacherSearch::default(),
             unknown_result: UnknownResult::Skip,
         }
+    }
+}
+
+/// One `[[generation]]` table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Generation {
+    /// Self-play shards (default: `[selfplay] shards`).
+    pub shards: Option<u64>,
+    /// The teacher search of its self-play and record shards (default: the `limit` of
+    /// `[selfplay]` and of `[records]`).
+    pub limit: Option<SearchLimit>,
+    /// AdaGrad η of its merges (default: `[adagrad] eta`; `eta_turn` keeps its ratio to η).
+    pub eta: Option<f64>,
+    /// The loss λ its gradients are computed with (default: `[loss] lambda`).
+    pub lambda: Option<f64>,
+    /// Shards of `[records]` mixed in, taken in order and starting over at the end.
+    #[serde(default)]
+    pub record_shards: u64,
+}
+
+impl Generation {
+    /// Its self-play shards: its own `shards`, or `[selfplay]`'s.
+    pub fn selfplay_shards(&self, selfplay: Option<&SelfPlaySection>) -> u64 {
+        self.shards.or(selfplay.map(|s| s.shards)).unwrap_or(0)
     }
 }
 
@@ -252,6 +285,7 @@ impl TrainConfig {
             r.search.check("[records] ")?;
         }
         self.learn.check()?;
+        self.check_generations()?;
         let c = &self.coordinator;
         if c.tls_cert.is_some() != c.tls_key.is_some() {
             return Err(ConfigError::invalid("[coordinator] tls_cert, tls_key", "give both or neither"));
@@ -263,5 +297,128 @@ impl TrainConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The `[[generation]]` schedule's checks, and `[newbob]`'s (which needs a schedule).
+    fn check_generations(&self) -> Result<(), ConfigError> {
+        for (i, x) in self.generation.iter().enumerate() {
+            let key = |k: &str| format!("[[generation]] #{} {k}", i + 1);
+            if x.shards.is_some_and(|n| n > 0) && self.selfplay.is_none() {
+                return Err(ConfigError::invalid(key("shards"), "self-play shards need a [selfplay] table"));
+            }
+            if x.record_shards > 0 && self.records.is_none() {
+                return Err(ConfigError::invalid(
+                    key("record_shards"),
+                    "record shards need a [records] table",
+                ));
+            }
+            if x.selfplay_shards(self.selfplay.as_ref()) + x.record_shards == 0 {
+                return Err(ConfigError::invalid(
+                    key("shards, record_shards"),
+                    "the generation has no work: give shards or record_shards",
+                ));
+            }
+            if let Some(limit) = x.limit {
+                limit.check(&key("limit"))?;
+            }
+            if let Some(eta) = x.eta
+                && !(eta.is_finite() && eta > 0.0)
+            {
+                return Err(ConfigError::invalid(key("eta"), format!("{eta}: must be > 0")));
+            }
+            if let Some(lambda) = x.lambda
+                && !(0.0..=1.0).contains(&lambda)
+            {
+                return Err(ConfigError::invalid(key("lambda"), format!("{lambda} is not in [0, 1]")));
+            }
+        }
+        if !self.generation.is_empty()
+            && self.records.is_some()
+            && self.generation.iter().all(|x| x.record_shards == 0)
+        {
+            return Err(ConfigError::invalid(
+                "[records]",
+                "no [[generation]] mixes its shards in: give record_shards in the generations that should",
+            ));
+        }
+        if let Some(n) = &self.newbob {
+            n.check()?;
+            if self.generation.is_empty() {
+                return Err(ConfigError::invalid(
+                    "[newbob]",
+                    "needs a [[generation]] schedule (it is evaluated at the end of each generation)",
+                ));
+            }
+            if self.learn.validation.shard.is_none() {
+                return Err(ConfigError::invalid(
+                    "[newbob]",
+                    "needs [validation] shard (the held-out loss it compares)",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[selfplay]\nshards = 4\n[records]\npaths = [\"r\"]\n";
+
+    fn parse(text: &str) -> Result<TrainConfig, ConfigError> {
+        TrainConfig::from_toml(&format!("{BASE}{text}"))
+    }
+
+    #[test]
+    fn bad_schedules_and_newbob_without_its_needs_are_refused_by_name() {
+        let cases = [
+            ("[[generation]]\nshards = 0\n", "[[generation]] #1 shards, record_shards"),
+            ("[[generation]]\nrecord_shards = 1\nlimit = { nodes = 0 }\n", "[[generation]] #1 limit"),
+            ("[[generation]]\nrecord_shards = 1\n[[generation]]\neta = 0.0\n", "[[generation]] #2 eta"),
+            ("[[generation]]\nrecord_shards = 1\nlambda = 1.5\n", "[[generation]] #1 lambda"),
+            ("[[generation]]\nshards = 2\n", "[records]"),
+            ("[newbob]\ndecay = 0.5\n", "[newbob]"),
+            ("[[generation]]\nrecord_shards = 1\n[newbob]\n", "[newbob]"),
+            (
+                "[[generation]]\nrecord_shards = 1\n[validation]\nshard = \"v\"\n[newbob]\ndecay = 1.0\n",
+                "[newbob] decay",
+            ),
+            (
+                "[[generation]]\nrecord_shards = 1\n[validation]\nshard = \"v\"\n[newbob]\nmax_decays = 0\n",
+                "[newbob] max_decays",
+            ),
+        ];
+        for (text, key) in cases {
+            match parse(text) {
+                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let no_selfplay = TrainConfig::from_toml("[records]\npaths = [\"r\"]\n[[generation]]\nshards = 3\n");
+        assert!(
+            matches!(no_selfplay, Err(ConfigError::Invalid { ref key, .. }) if key == "[[generation]] #1 shards"),
+            "{no_selfplay:?}"
+        );
+        for (text, unknown) in [
+            ("[[generation]]\nshard = 1\n", "shard"),
+            ("[[generation]]\nrecord_shards = 1\n[newbob]\ndecy = 0.5\n", "decy"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(matches!(e, ConfigError::Toml(_)) && e.to_string().contains(unknown), "{e}");
+        }
+    }
+
+    #[test]
+    fn newbob_with_a_schedule_and_a_validation_shard_parses() {
+        let c = parse(
+            "[[generation]]\nrecord_shards = 1\n[validation]\nshard = \"v\"\n\
+             [newbob]\ndecay = 0.25\nmin_improvement = 0.01\nmax_decays = 3\n",
+        )
+        .unwrap();
+        let n = c.newbob.unwrap();
+        assert_eq!((n.decay, n.min_improvement, n.max_decays), (0.25, 0.01, 3));
+        let stored = TrainConfig::from_stored(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(stored, c, "the stored config reads back");
     }
 }

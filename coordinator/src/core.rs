@@ -1,10 +1,11 @@
 //! The coordinator's state and its operations, without networking: build the shard queue
 //! from the config and resume (`open`), lease, heartbeat, give back, merge a push exactly
-//! once, journal first (`merge`), checkpoint (`checkpoints`), metrics lines, export. The
-//! gRPC service (`service.rs`) is a thin layer over this; the state is reached only through
-//! these methods.
+//! once, journal first (`merge`), end a generation (`generation_end`: newbob, rollback),
+//! checkpoint (`checkpoints`), metrics lines, export. The gRPC service (`service.rs`) is a
+//! thin layer over this; the state is reached only through these methods.
 
 mod checkpoints;
+mod generation_end;
 mod merge;
 mod open;
 
@@ -14,11 +15,12 @@ use crate::checkpoint::Totals;
 use crate::config::TrainConfig;
 use crate::error::PushError;
 use crate::fault::Faults;
+use crate::generations::{self, GenerationState};
 use crate::queue::{LeaseDecision, LeaseProblem, Queue, QueueCounts, ShardSpec};
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::files::METRICS_FILE;
-use engine_core::learn::validation;
+use engine_core::learn::validation::{self, ValidationMetrics};
 use engine_core::teacher::TeacherRecord;
 use keima_proto::v1;
 use std::collections::HashMap;
@@ -61,6 +63,11 @@ pub struct Core {
     /// Held for a whole merge, so merges happen one at a time.
     weights: Mutex<WeightState>,
     totals: Mutex<Totals>,
+    /// Newbob's state and the best weights' version (changed only at a generation's end).
+    generations: Mutex<GenerationState>,
+    /// A generation ended but the checkpoint of its end is not written yet: leases wait
+    /// (nothing of the next generation is computed before its start is durable).
+    generation_checkpoint_pending: AtomicBool,
     workers: Mutex<HashMap<String, WorkerInfo>>,
     /// The weights' version, readable without waiting for a merge.
     version: AtomicU64,
@@ -72,8 +79,8 @@ pub struct Core {
     /// One thread for validation searches (built once, not per metrics line).
     validation_pool: rayon::ThreadPool,
     /// What the newest checkpoint written by this process holds (version, queue without
-    /// leases, totals): an unchanged state is not written again.
-    last_checkpoint: Mutex<Option<(u64, Queue, Totals)>>,
+    /// leases, totals, generation state): an unchanged state is not written again.
+    last_checkpoint: Mutex<Option<(u64, Queue, Totals, GenerationState)>>,
     /// Loss and positions since the last metrics line.
     interval: Mutex<(f64, u64)>,
     /// Crash points armed by tests (nothing in a build without `fault-injection`).
@@ -130,6 +137,22 @@ impl Core {
 
     pub fn totals(&self) -> Totals {
         self.totals.lock().unwrap().clone()
+    }
+
+    /// Newbob's state and the best weights' version.
+    pub fn generation_state(&self) -> GenerationState {
+        self.generations.lock().unwrap().clone()
+    }
+
+    /// The generation being trained (the last one once the schedule is done).
+    pub fn generation(&self) -> u32 {
+        let q = self.queue.lock().unwrap();
+        q.open_generation.min(q.generations().saturating_sub(1))
+    }
+
+    /// The AdaGrad settings of generation `g`'s merges now (newbob's decay included).
+    pub fn step_sizes(&self, g: u32) -> engine_core::learn::config::AdaGradConfig {
+        generations::adagrad(&self.cfg, g, self.generations.lock().unwrap().newbob.eta_scale)
     }
 
     /// Counts weight bytes sent to workers.
@@ -208,7 +231,9 @@ impl Core {
 
     /// A lease for `worker_id`, as the wire message.
     pub fn lease(&self, worker_id: &str) -> v1::LeaseReply {
-        if self.stop_requested.load(Ordering::SeqCst) {
+        if self.stop_requested.load(Ordering::SeqCst)
+            || self.generation_checkpoint_pending.load(Ordering::SeqCst)
+        {
             return v1::LeaseReply {
                 state: v1::lease_reply::State::Wait as i32,
                 lease: None,
@@ -218,11 +243,12 @@ impl Core {
         let mut q = self.queue.lock().unwrap();
         match q.lease(worker_id, now_ms(), self.lease_ms()) {
             LeaseDecision::Leased { shard, attempt, deadline_ms } => {
-                let spec = q.get(shard).expect("leased shard exists").spec.clone();
+                let s = q.get(shard).expect("leased shard exists");
+                let (spec, generation) = (s.spec.clone(), s.generation);
                 drop(q);
                 v1::LeaseReply {
                     state: v1::lease_reply::State::Leased as i32,
-                    lease: Some(self.lease_message(shard, attempt, deadline_ms, spec)),
+                    lease: Some(self.lease_message(shard, attempt, deadline_ms, spec, generation)),
                     retry_ms: 0,
                 }
             }
@@ -235,14 +261,22 @@ impl Core {
         }
     }
 
-    fn lease_message(&self, shard: u64, attempt: u32, deadline_ms: u64, spec: ShardSpec) -> v1::Lease {
+    /// The lease of `shard`, with its generation's loss settings.
+    fn lease_message(
+        &self,
+        shard: u64,
+        attempt: u32,
+        deadline_ms: u64,
+        spec: ShardSpec,
+        generation: u32,
+    ) -> v1::Lease {
         v1::Lease {
             shard_id: shard,
             attempt,
             deadline_unix_ms: deadline_ms,
             weights_version: self.version.load(Ordering::SeqCst),
             kind: Some(spec.into()),
-            loss: Some(self.cfg.learn.loss.into()),
+            loss: Some(generations::loss(&self.cfg, generation).into()),
             return_records: self.cfg.coordinator.keep_teacher_records,
         }
     }
@@ -282,21 +316,37 @@ impl Core {
         r
     }
 
-    pub(super) fn metrics_line_locked(&self, w: &WeightState) -> Result<(), String> {
-        let v = if self.validation.is_empty() {
-            None
-        } else {
-            Some(validation::validate(
+    /// The held-out metrics of the current weights (none without a validation shard), under
+    /// `[loss]` (not a generation's λ, so that generations compare).
+    fn validation_metrics(&self, w: &WeightState) -> Option<ValidationMetrics> {
+        (!self.validation.is_empty()).then(|| {
+            validation::validate(
                 &w.evaluator,
                 &self.validation,
                 &self.cfg.learn.loss,
                 self.cfg.learn.validation.depth,
                 &self.validation_pool,
-            ))
-        };
+            )
+        })
+    }
+
+    pub(super) fn metrics_line_locked(&self, w: &WeightState) -> Result<(), String> {
+        let v = self.validation_metrics(w);
+        self.write_metrics_line(w, v, serde_json::Map::new())
+    }
+
+    /// Appends a metrics line: the counters, the train loss since the last line, the
+    /// generation and its η, `v`, and the fields of `extra`.
+    fn write_metrics_line(
+        &self,
+        w: &WeightState,
+        v: Option<ValidationMetrics>,
+        extra: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), String> {
         let (loss_sum, used) = std::mem::take(&mut *self.interval.lock().unwrap());
         let t = self.totals.lock().unwrap().clone();
-        let line = serde_json::json!({
+        let generation = self.generation();
+        let mut line = serde_json::json!({
             "updates": w.version(),
             "positions": t.positions_merged,
             "train_loss": if used > 0 { Some(loss_sum / used as f64) } else { None },
@@ -304,8 +354,11 @@ impl Core {
             "test_loss": v.map(|v| v.test_loss),
             "move_agreement": v.filter(|v| v.moves_compared > 0).map(|v| v.move_agreement),
             "mean_abs_eval_diff": v.map(|v| v.mean_abs_eval_diff),
+            "generation": generation,
+            "eta": self.step_sizes(generation).eta,
             "elapsed_s": self.started.elapsed().as_secs_f64(),
         });
+        line.as_object_mut().expect("a JSON object").extend(extra);
         let path = self.run_dir.join(METRICS_FILE);
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -322,8 +375,11 @@ impl Core {
         self.metrics_line_locked(&w)
     }
 
+    /// Every shard is merged or given up (or newbob converged), and the last generation's
+    /// end step is done.
     pub fn finished(&self) -> bool {
-        self.queue.lock().unwrap().finished()
+        let q = self.queue.lock().unwrap();
+        q.finished() && !q.generation_due() && !self.generation_checkpoint_pending.load(Ordering::SeqCst)
     }
 
     /// Exports the current weights as KPPT files (and the pattern file) to `<run_dir>/eval`.

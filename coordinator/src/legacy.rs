@@ -179,7 +179,7 @@ mod tests {
         // The current format reads back as written; an unknown one is refused.
         let now = serde_json::to_value(&state).unwrap();
         assert_eq!(read(&now).unwrap().queue, state.queue);
-        let future = json!({ "format": 3 });
-        assert!(matches!(read(&future), Err(StateError::Format { found: 3, .. })));
+        let future = json!({ "format": 4 });
+        assert!(matches!(read(&future), Err(StateError::Format { found: 4, .. })));
     }
 }

@@ -1,8 +1,9 @@
 //! Keima's coordinator: it owns the weights, hands out shards of work to workers, merges
 //! their gradients exactly once with the learner's sparse AdaGrad, checkpoints, and exports.
 //! Data flow: `config` → `specs` → `queue` (shards, leases) → `service` (gRPC) → `core`
-//! (merge: `journal` first, then `weights_state`) → `checkpoint`; `metrics` serves
-//! counters; `legacy` reads what an older keima wrote.
+//! (merge: `journal` first, then `weights_state`) → `checkpoint`; `generations` is the
+//! schedule the specs and merges follow; `metrics` serves counters; `legacy` reads what an
+//! older keima wrote.
 
 pub mod checkpoint;
 pub mod config;
@@ -10,6 +11,7 @@ pub mod core;
 pub mod error;
 pub mod fault;
 pub mod fsutil;
+pub mod generations;
 pub mod journal;
 pub mod legacy;
 pub mod metrics;

@@ -56,6 +56,14 @@ pub fn render(core: &Core) -> String {
         "Teacher records stored under <run_dir>/teacher.",
         s.teacher_records_kept.to_string(),
     );
+    let generation = core.generation();
+    metric("generation", "gauge", "The generation being trained (0-based).", generation.to_string());
+    metric(
+        "eta",
+        "gauge",
+        "AdaGrad eta of the current generation's merges.",
+        format!("{}", core.step_sizes(generation).eta),
+    );
     metric(
         "staleness_mean",
         "gauge",

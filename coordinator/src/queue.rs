@@ -7,6 +7,11 @@
 //! is a duplicate. A lease that expires (no heartbeat) puts the shard back; so does a
 //! worker returning it or a stale gradient. Heartbeats and returns, too, count only from
 //! the lease holder.
+//!
+//! Generations: each shard belongs to one, and only shards of the open generation (and
+//! earlier) are leased. The coordinator opens the next one after the open one's end step
+//! (`core/generation_end.rs`), which is due once all its shards are merged or given up:
+//! the barrier that makes each generation play with the previous one's weights.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +36,9 @@ pub struct Shard {
     pub leases: u32,
     /// Leases that ended without a result (expired or failed; returns do not count).
     pub failures: u32,
+    /// The generation it belongs to (`generations.rs`).
+    #[serde(default)]
+    pub generation: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,16 +88,31 @@ pub struct Queue {
     /// One shard at a time, in id order (deterministic runs).
     pub sequential: bool,
     pub max_failures: u32,
+    /// Shards of later generations wait (the generation barrier).
+    #[serde(default)]
+    pub open_generation: u32,
+    /// Stopped early (newbob converged): nothing more is leased, the run is finished.
+    #[serde(default)]
+    pub closed: bool,
 }
 
 impl Queue {
-    pub fn new(specs: Vec<ShardSpec>, sequential: bool, max_failures: u32) -> Queue {
+    /// A queue of `specs` with their generations (in order: a generation's shards after the
+    /// earlier generations').
+    pub fn new(specs: Vec<(u32, ShardSpec)>, sequential: bool, max_failures: u32) -> Queue {
         let shards = specs
             .into_iter()
             .enumerate()
-            .map(|(i, spec)| Shard { id: i as u64, spec, state: ShardState::Pending, leases: 0, failures: 0 })
+            .map(|(i, (generation, spec))| Shard {
+                id: i as u64,
+                spec,
+                state: ShardState::Pending,
+                leases: 0,
+                failures: 0,
+                generation,
+            })
             .collect();
-        Queue { shards, sequential, max_failures: max_failures.max(1) }
+        Queue { shards, sequential, max_failures: max_failures.max(1), open_generation: 0, closed: false }
     }
 
     pub fn get(&self, id: u64) -> Option<&Shard> {
@@ -101,18 +124,46 @@ impl Queue {
     }
 
     pub fn finished(&self) -> bool {
-        !self.shards.iter().any(Self::open)
+        self.closed || !self.shards.iter().any(Self::open)
+    }
+
+    /// Generations in the queue (the last shard's plus one).
+    pub fn generations(&self) -> u32 {
+        self.shards.last().map_or(0, |s| s.generation + 1)
+    }
+
+    /// Whether the open generation's end step is due: every one of its shards is merged or
+    /// given up, and its end step has not opened the next one.
+    pub fn generation_due(&self) -> bool {
+        let g = self.open_generation;
+        !self.closed
+            && g < self.generations()
+            && self.shards.iter().filter(|s| s.generation == g).all(|s| !Self::open(s))
+    }
+
+    /// After the open generation's end step: its successor's shards may be leased.
+    pub fn open_next_generation(&mut self) {
+        self.open_generation += 1;
+    }
+
+    /// Stops leasing for good (the run converged); the run is finished.
+    pub fn close(&mut self) {
+        self.closed = true;
     }
 
     /// Leases the next shard to `worker`.
     pub fn lease(&mut self, worker: &str, now_ms: u64, lease_ms: u64) -> LeaseDecision {
         self.expire(now_ms);
+        if self.closed {
+            return LeaseDecision::Finished;
+        }
         let candidate = if self.sequential {
             // Only the first open shard, and only when nobody holds it.
             self.shards.iter().position(Self::open).filter(|&i| self.shards[i].state == ShardState::Pending)
         } else {
             self.shards.iter().position(|s| s.state == ShardState::Pending)
-        };
+        }
+        .filter(|&i| self.shards[i].generation <= self.open_generation);
         match candidate {
             Some(i) => {
                 let s = &mut self.shards[i];
@@ -269,8 +320,8 @@ impl Queue {
 mod tests {
     use super::*;
 
-    fn specs(n: u64) -> Vec<ShardSpec> {
-        (0..n).map(|i| ShardSpec::Teacher { path: "t".into(), start: i * 10, count: 10 }).collect()
+    fn specs(n: u64) -> Vec<(u32, ShardSpec)> {
+        (0..n).map(|i| (0, ShardSpec::Teacher { path: "t".into(), start: i * 10, count: 10 })).collect()
     }
 
     #[test]
@@ -361,5 +412,56 @@ mod tests {
         assert_eq!(back, q);
         back.release_all_leases();
         assert_eq!(back.counts(), QueueCounts { total: 2, pending: 1, leased: 0, done: 1, failed: 0 });
+    }
+
+    #[test]
+    fn no_shard_of_a_generation_is_leased_before_the_previous_one_ended() {
+        let spec = |i: u64| ShardSpec::Teacher { path: "t".into(), start: i, count: 1 };
+        for sequential in [false, true] {
+            let mut q =
+                Queue::new(vec![(0, spec(0)), (0, spec(1)), (1, spec(2)), (2, spec(3))], sequential, 3);
+            assert_eq!(q.generations(), 3);
+            assert!(matches!(q.lease("a", 0, 100), LeaseDecision::Leased { shard: 0, .. }));
+            if !sequential {
+                assert!(matches!(q.lease("b", 0, 100), LeaseDecision::Leased { shard: 1, .. }));
+            }
+            assert_eq!(q.lease("c", 0, 100), LeaseDecision::Wait, "generation 1 waits");
+            q.mark_done(0, 1, 5);
+            assert!(!q.generation_due(), "shard 1 is not merged yet");
+            if sequential {
+                assert!(matches!(q.lease("b", 0, 100), LeaseDecision::Leased { shard: 1, .. }));
+            }
+            q.mark_done(1, 2, 5);
+            assert!(q.generation_due());
+            assert_eq!(q.lease("c", 0, 100), LeaseDecision::Wait, "merged, but its end step has not run");
+            assert!(!q.finished());
+            q.open_next_generation();
+            assert!(!q.generation_due());
+            assert!(matches!(q.lease("c", 0, 100), LeaseDecision::Leased { shard: 2, .. }));
+            assert_eq!(q.lease("d", 0, 100), LeaseDecision::Wait, "generation 2 waits for 1");
+            q.mark_done(2, 3, 5);
+            assert!(q.generation_due());
+            // Converged: the last generation is never leased, and the run is finished.
+            q.close();
+            assert!(!q.generation_due() && q.finished());
+            assert_eq!(q.lease("d", 0, 100), LeaseDecision::Finished);
+            assert_eq!(q.counts().pending, 1);
+        }
+    }
+
+    #[test]
+    fn the_last_generations_end_step_is_due_once_everything_is_merged() {
+        let mut q = Queue::new(specs(1), false, 3);
+        q.lease("a", 0, 100);
+        q.mark_done(0, 1, 5);
+        assert!(q.finished() && q.generation_due());
+        q.open_next_generation();
+        assert!(!q.generation_due());
+        // A checkpoint of an older keima (no generations) reads as generation 0, open.
+        let mut v = serde_json::to_value(&q).unwrap();
+        v.as_object_mut().unwrap().remove("open_generation");
+        v["shards"][0].as_object_mut().unwrap().remove("generation");
+        let old: Queue = serde_json::from_value(v).unwrap();
+        assert_eq!((old.open_generation, old.shards[0].generation, old.closed), (0, 0, false));
     }
 }

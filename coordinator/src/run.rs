@@ -164,6 +164,15 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
                 _ = sigterm.recv() => { interrupted = true; }
             }
             (opts.progress)(&status_of(&core));
+            if !interrupted && core.generation_end_waiting() {
+                // Normally done by the merge that completes a generation; this retries one
+                // that failed (e.g. its checkpoint could not be written).
+                let c = core.clone();
+                let ended = tokio::task::spawn_blocking(move || c.end_generation_if_due()).await;
+                if let Ok(Err(e)) = ended {
+                    tracing::error!("ending the generation failed (tried again shortly): {e}");
+                }
+            }
             if interrupted || core.finished() {
                 break;
             }

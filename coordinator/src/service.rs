@@ -376,7 +376,7 @@ pub fn status_of(core: &Core) -> v1::StatusReply {
         duplicate_pushes: t.duplicate_pushes,
         stale_pushes: t.stale_pushes,
         mean_staleness: if t.merges > 0 { t.staleness_sum as f64 / t.merges as f64 } else { 0.0 },
-        finished: c.pending == 0 && c.leased == 0,
+        finished: core.finished(),
         shards_failed: c.failed,
         elapsed_s: elapsed,
         server_faults: t.server_faults,

@@ -1,9 +1,13 @@
-//! The shard queue's work, built from the config: `[teacher]` record ranges, `[records]`
-//! file groups and `[selfplay]` shards, each carrying its table's teacher settings.
+//! The shard queue's work, built from the config generation by generation
+//! (`generations.rs`): `[teacher]` record ranges, `[records]` file groups and `[selfplay]`
+//! shards, each carrying its generation's teacher settings.
 
 use crate::config::{SelfPlaySection, TrainConfig};
+use crate::generations;
 use crate::queue::ShardSpec;
+use engine_core::teacher::config::TeacherSearch;
 use engine_core::teacher::{Opening, ShardReader};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// The openings of `[selfplay] openings` as the USI lines the shards carry.
@@ -30,52 +34,88 @@ fn record_files(paths: &[PathBuf]) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// The shard specs of a config, in queue order: teacher shards, then record shards, then
-/// self-play shards.
-pub fn build_specs(cfg: &TrainConfig) -> Result<Vec<ShardSpec>, String> {
-    let mut specs = Vec::new();
+/// What the specs read from disk: the `[selfplay]` openings, the `[records]` file groups
+/// and the `[teacher]` record ranges.
+pub struct Sources {
+    pub openings: Vec<String>,
+    pub record_groups: Vec<Vec<String>>,
+    pub teacher: Vec<ShardSpec>,
+}
+
+/// Reads the sources of a config's shards.
+pub fn load_sources(cfg: &TrainConfig) -> Result<Sources, String> {
+    let mut teacher = Vec::new();
     if let Some(t) = &cfg.teacher {
         for path in engine_core::learn::data::resolve_shards(&t.paths)? {
             let n = count_records(&path)?;
             let mut start = 0;
             while start < n {
                 let count = t.records_per_shard.min(n - start);
-                specs.push(ShardSpec::Teacher { path: path.to_string_lossy().to_string(), start, count });
+                teacher.push(ShardSpec::Teacher { path: path.to_string_lossy().to_string(), start, count });
                 start += count;
             }
         }
     }
-    if let Some(r) = &cfg.records {
-        let files = record_files(&r.paths)?;
-        for chunk in files.chunks(r.files_per_shard) {
-            specs.push(ShardSpec::Records {
-                paths: chunk.to_vec(),
-                search: r.search,
-                unknown_result: r.unknown_result,
-            });
-        }
-    }
-    if let Some(s) = &cfg.selfplay {
-        let openings = match &s.openings {
-            Some(p) => load_openings(p)?,
-            None => Vec::new(),
-        };
-        specs.extend(selfplay_specs(cfg.seed, s, &openings));
-    }
+    let record_groups = match &cfg.records {
+        Some(r) => record_files(&r.paths)?.chunks(r.files_per_shard).map(<[String]>::to_vec).collect(),
+        None => Vec::new(),
+    };
+    let openings = match cfg.selfplay.as_ref().and_then(|s| s.openings.as_ref()) {
+        Some(p) => load_openings(p)?,
+        None => Vec::new(),
+    };
+    Ok(Sources { openings, record_groups, teacher })
+}
+
+/// Generation `g`'s shard specs, in queue order: the teacher shards (all in the first
+/// generation), then its record shards, then its self-play shards, each with the
+/// generation's teacher settings.
+pub fn generation_specs<'a>(
+    cfg: &'a TrainConfig,
+    src: &'a Sources,
+    g: u32,
+) -> impl Iterator<Item = ShardSpec> + 'a {
+    let teacher = if g == 0 { &src.teacher[..] } else { &[] };
+    let groups = src.record_groups.len() as u64;
+    let records = cfg.records.iter().zip(generations::records_search(cfg, g)).flat_map(move |(r, search)| {
+        let shards = if groups == 0 { 0..0 } else { generations::record_shards(cfg, g, groups) };
+        shards.map(move |i| ShardSpec::Records {
+            paths: src.record_groups[(i % groups) as usize].clone(),
+            search,
+            unknown_result: r.unknown_result,
+        })
+    });
+    let selfplay =
+        cfg.selfplay.iter().zip(generations::selfplay_search(cfg, g)).flat_map(move |(s, search)| {
+            selfplay_specs(cfg.seed, s, generations::selfplay_shards(cfg, g), search, &src.openings)
+        });
+    teacher.iter().cloned().chain(records).chain(selfplay)
+}
+
+/// The shard specs of a config with their generations, in queue order (generation by
+/// generation).
+pub fn build_specs(cfg: &TrainConfig) -> Result<Vec<(u32, ShardSpec)>, String> {
+    let src = load_sources(cfg)?;
+    let specs: Vec<(u32, ShardSpec)> = (0..generations::count(cfg))
+        .flat_map(|g| generation_specs(cfg, &src, g).map(move |spec| (g, spec)))
+        .collect();
     if specs.is_empty() {
         return Err("config: the work sources hold no work (empty teacher shards or no record files)".into());
     }
     Ok(specs)
 }
 
-/// The self-play shards of `[selfplay]` (seeded from the run's `seed`), each with
-/// `openings_per_shard` lines drawn from `openings`.
+/// Self-play shards `shards` (numbered across the run; each seeded from the run's `seed`
+/// and its number) of `[selfplay]`, searched with `search`, each with `openings_per_shard`
+/// lines drawn from `openings`.
 pub fn selfplay_specs<'a>(
     seed: u64,
     s: &'a SelfPlaySection,
+    shards: Range<u64>,
+    search: TeacherSearch,
     openings: &'a [String],
 ) -> impl Iterator<Item = ShardSpec> + 'a {
-    (0..s.shards).map(move |i| {
+    shards.map(move |i| {
         let seed = engine_core::teacher::gensfen::game_seed(seed, 1_000_000 + i);
         let mut rng = engine_core::rng::Xoshiro256::new(seed);
         let picked = if openings.is_empty() {
@@ -83,12 +123,6 @@ pub fn selfplay_specs<'a>(
         } else {
             (0..s.openings_per_shard.max(1)).map(|_| openings[rng.below(openings.len())].clone()).collect()
         };
-        ShardSpec::SelfPlay {
-            seed,
-            games: s.games_per_shard,
-            openings: picked,
-            search: s.search,
-            play: s.play,
-        }
+        ShardSpec::SelfPlay { seed, games: s.games_per_shard, openings: picked, search, play: s.play }
     })
 }

@@ -21,7 +21,6 @@ use std::sync::Arc;
 pub struct WeightState {
     pub file: WeightFile,
     pub evaluator: Arc<Evaluator>,
-    pub adagrad: AdaGradConfig,
     /// Versions with their changed feature lists (sorted), oldest first.
     changes: VecDeque<(u64, Vec<u32>)>,
     max_versions: usize,
@@ -43,14 +42,12 @@ impl WeightState {
     pub fn new(
         file: WeightFile,
         patterns: Option<&PatternSet>,
-        adagrad: AdaGradConfig,
         max_versions: usize,
     ) -> Result<WeightState, String> {
         let evaluator = Arc::new(evaluator_from_weights(&file, patterns)?);
         Ok(WeightState {
             file,
             evaluator,
-            adagrad,
             changes: VecDeque::new(),
             max_versions,
             max_logged_entries: 64 << 20,
@@ -63,8 +60,9 @@ impl WeightState {
         self.file.header.updates
     }
 
-    /// Applies one summed gradient (sorted, distinct indices) as one AdaGrad update.
-    pub fn merge(&mut self, grads: &[(u32, [f32; 2])], examples: u64) -> MergeOutcome {
+    /// Applies one summed gradient (sorted, distinct indices) as one AdaGrad update with
+    /// the step sizes of `step` (those of the shard's generation).
+    pub fn merge(&mut self, grads: &[(u32, [f32; 2])], examples: u64, step: &AdaGradConfig) -> MergeOutcome {
         let update_no = self.version();
         let ev = Arc::get_mut(&mut self.evaluator).expect("no search holds the coordinator's evaluator");
         let (kppt, mut patterns) = quantized::tables_mut(ev).expect("unique tables");
@@ -89,9 +87,9 @@ impl WeightState {
             let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
             let records = self.file.records_mut();
             match &factored {
-                Some(update) => update.step(&self.adagrad, update_no, &layout, records, Some(&mut q)),
+                Some(update) => update.step(step, update_no, &layout, records, Some(&mut q)),
                 // In parallel over disjoint weight ranges (bit-identical to the sequential update).
-                None => adagrad::apply_parallel(&self.adagrad, update_no, records, grads, Some(&mut q)),
+                None => adagrad::apply_parallel(step, update_no, records, grads, Some(&mut q)),
             }
         };
         let (k, p) = (&*kppt, patterns.as_deref());

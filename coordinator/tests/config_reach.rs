@@ -10,17 +10,25 @@
 //!
 //! The file paths the specs read (`[selfplay] openings`, `[teacher] paths`, `[records]
 //! paths`) are replaced by test data.
+//!
+//! `[[generation]]` tables: a key's value is that of the last table holding it, and its
+//! check looks at that generation's shards; a base table's key (`[selfplay] shards`,
+//! `limit`, ...) is checked in the first generation that does not override it, so the
+//! documented schedule must leave one that takes the base values (its first does).
 
 use engine_core::learn::config::LossConfig;
 use engine_core::rules::Position;
-use engine_core::teacher::config::{SelfPlayGames, TeacherSearch, UnknownResult};
+use engine_core::teacher::config::{SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
 use engine_core::teacher::gensfen::game_seed;
 use engine_core::teacher::{PackedSfenValue, ShardSettings, ShardWriter};
 use keima_coordinator::TrainConfig;
+use keima_coordinator::config::Generation;
+use keima_coordinator::generations;
 use keima_coordinator::queue::ShardSpec;
-use keima_coordinator::specs::{build_specs, load_openings, selfplay_specs};
+use keima_coordinator::specs::{generation_specs, load_sources};
 use keima_proto::v1;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
@@ -98,16 +106,26 @@ fn use_data(doc: &mut Table, d: &Data) {
     doc.insert("records".into(), Value::Table(r));
 }
 
+/// What the code takes from one generation.
+struct GenerationReach {
+    /// The first shard of each kind, as a worker reads it off the wire.
+    selfplay: Option<ShardSpec>,
+    teacher: Option<ShardSpec>,
+    records: Option<ShardSpec>,
+    selfplay_shards: usize,
+    record_shards: usize,
+    /// The loss a worker computes with (after the wire).
+    loss: LossConfig,
+    /// η of the generation's merges.
+    eta: f64,
+}
+
 /// What the code takes from a config.
 struct Reached {
     cfg: TrainConfig,
-    /// The loss a worker computes with (after the wire).
-    loss: LossConfig,
-    /// The first shard of each kind, as a worker reads it off the wire.
-    selfplay: ShardSpec,
-    teacher: ShardSpec,
-    records: ShardSpec,
-    selfplay_shards: usize,
+    generations: Vec<GenerationReach>,
+    /// Per `[[generation]]` key, the generation whose value `get` reads.
+    generation_of: HashMap<String, usize>,
     /// The opening files the test wrote, to tell which one the openings came from.
     opening_files: Vec<(PathBuf, Vec<String>)>,
 }
@@ -118,23 +136,41 @@ fn over_the_wire(spec: ShardSpec) -> ShardSpec {
 
 fn reach(doc: &Table, data: &[&Data]) -> Reached {
     let cfg: TrainConfig = toml::from_str(&toml::to_string(doc).unwrap()).unwrap();
-    // Teacher and records shards as the queue gets them; self-play lazily (the documented
-    // run has 100,000 shards).
-    let specs = build_specs(&TrainConfig { selfplay: None, ..cfg.clone() }).unwrap();
-    let teacher = specs.iter().find(|s| matches!(s, ShardSpec::Teacher { .. })).unwrap().clone();
-    let records = specs.iter().find(|s| matches!(s, ShardSpec::Records { .. })).unwrap().clone();
-    let sp = cfg.selfplay.as_ref().unwrap();
-    let openings = load_openings(sp.openings.as_ref().unwrap()).unwrap();
-    let (selfplay_shards, selfplay) = {
-        let mut specs = selfplay_specs(cfg.seed, sp, &openings);
-        (specs.size_hint().0, specs.next().unwrap())
-    };
+    let sources = load_sources(&cfg).unwrap();
+    let generations = (0..generations::count(&cfg))
+        .map(|g| {
+            let mut r = GenerationReach {
+                selfplay: None,
+                teacher: None,
+                records: None,
+                selfplay_shards: 0,
+                record_shards: 0,
+                loss: LossConfig::try_from(v1::LossSpec::from(generations::loss(&cfg, g))).unwrap(),
+                eta: generations::adagrad(&cfg, g, 1.0).eta,
+            };
+            for spec in generation_specs(&cfg, &sources, g) {
+                let (first, count) = match spec {
+                    ShardSpec::SelfPlay { .. } => (&mut r.selfplay, Some(&mut r.selfplay_shards)),
+                    ShardSpec::Records { .. } => (&mut r.records, Some(&mut r.record_shards)),
+                    ShardSpec::Teacher { .. } => (&mut r.teacher, None),
+                };
+                count.into_iter().for_each(|n| *n += 1);
+                if first.is_none() {
+                    *first = Some(over_the_wire(spec));
+                }
+            }
+            r
+        })
+        .collect();
+    let mut generation_of = HashMap::new();
+    for (i, t) in doc.get("generation").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for k in t.as_table().unwrap().keys() {
+            generation_of.insert(k.clone(), i);
+        }
+    }
     Reached {
-        loss: LossConfig::try_from(v1::LossSpec::from(cfg.learn.loss)).unwrap(),
-        selfplay: over_the_wire(selfplay),
-        teacher: over_the_wire(teacher),
-        records: over_the_wire(records),
-        selfplay_shards,
+        generations,
+        generation_of,
         opening_files: data.iter().map(|d| (d.openings.clone(), d.opening_lines.clone())).collect(),
         cfg,
     }
@@ -150,20 +186,47 @@ fn opt<T: Serialize>(x: &Option<T>) -> Value {
 
 type Check = fn(&Reached) -> Value;
 
+/// The first generation whose table does not override what `overrides` looks at (the one
+/// where the base table's value is used).
+fn base_generation(r: &Reached, overrides: fn(&Generation) -> bool) -> &GenerationReach {
+    let g = r.cfg.generation.iter().position(|x| !overrides(x)).unwrap_or(0);
+    &r.generations[g]
+}
+
 fn selfplay(r: &Reached) -> (u64, u32, &[String], &TeacherSearch, &SelfPlayGames) {
-    let ShardSpec::SelfPlay { seed, games, openings, search, play } = &r.selfplay else { unreachable!() };
+    let spec = base_generation(r, |x| x.shards.is_some() || x.limit.is_some()).selfplay.as_ref();
+    let Some(ShardSpec::SelfPlay { seed, games, openings, search, play }) = spec else { unreachable!() };
     (*seed, *games, openings, search, play)
 }
 
 fn records(r: &Reached) -> (&[String], &TeacherSearch, &UnknownResult) {
-    let ShardSpec::Records { paths, search, unknown_result } = &r.records else { unreachable!() };
+    let spec = base_generation(r, |x| x.limit.is_some() || x.record_shards == 0).records.as_ref();
+    let Some(ShardSpec::Records { paths, search, unknown_result }) = spec else { unreachable!() };
     (paths, search, unknown_result)
 }
 
 fn teacher(r: &Reached) -> (&str, u64) {
-    let ShardSpec::Teacher { path, count, .. } = &r.teacher else { unreachable!() };
+    let Some(ShardSpec::Teacher { path, count, .. }) = &r.generations[0].teacher else { unreachable!() };
     (path, *count)
 }
+
+fn base_loss(r: &Reached) -> &LossConfig {
+    &base_generation(r, |x| x.lambda.is_some()).loss
+}
+
+/// The generation whose `[[generation]]` table gave `key`, or `None` without a schedule.
+fn generation<'a>(r: &'a Reached, key: &str) -> Option<&'a GenerationReach> {
+    r.generation_of.get(key).map(|&g| &r.generations[g])
+}
+
+fn limit_of(spec: &Option<ShardSpec>) -> Option<SearchLimit> {
+    match spec {
+        Some(ShardSpec::SelfPlay { search, .. } | ShardSpec::Records { search, .. }) => Some(search.limit),
+        _ => None,
+    }
+}
+
+const NO_SCHEDULE: &str = "(no [[generation]])";
 
 /// (table, key, probe value, where the code takes it). Probe "": the key names test data.
 fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
@@ -177,7 +240,7 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
     }
     vec![
         k("", "run_dir", "\"runs/probe\"", |r| v(&r.cfg.run_dir)),
-        // Self-play seeds derive from it.
+        // Self-play seeds derive from it (the base generation is the first).
         k("", "seed", "5", |r| {
             if selfplay(r).0 == game_seed(r.cfg.seed, 1_000_000) {
                 v(r.cfg.seed)
@@ -187,10 +250,10 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         }),
         k("", "deterministic", "true", |r| v(r.cfg.deterministic)),
         k("", "check_disk_space", "false", |r| v(r.cfg.learn.check_disk_space)),
-        k("loss", "lambda", "0.25", |r| v(r.loss.lambda)),
-        k("loss", "eval_limit", "2222", |r| v(r.loss.eval_limit)),
-        k("loss", "skip_draws", "true", |r| v(r.loss.skip_draws)),
-        k("adagrad", "eta", "1.5", |r| v(r.cfg.learn.adagrad.eta)),
+        k("loss", "lambda", "0.25", |r| v(base_loss(r).lambda)),
+        k("loss", "eval_limit", "2222", |r| v(base_loss(r).eval_limit)),
+        k("loss", "skip_draws", "true", |r| v(base_loss(r).skip_draws)),
+        k("adagrad", "eta", "1.5", |r| v(base_generation(r, |x| x.eta.is_some()).eta)),
         k("adagrad", "eta_turn", "0.25", |r| v(r.cfg.learn.adagrad.eta_turn)),
         k("adagrad", "epsilon", "0.5", |r| v(r.cfg.learn.adagrad.epsilon)),
         k("adagrad", "eta_decay", "0.5", |r| v(r.cfg.learn.adagrad.eta_decay)),
@@ -201,7 +264,7 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         k("validation", "shard", "\"probe/val.psv.zst\"", |r| opt(&r.cfg.learn.validation.shard)),
         k("validation", "max_records", "77", |r| v(r.cfg.learn.validation.max_records)),
         k("validation", "depth", "3", |r| v(r.cfg.learn.validation.depth)),
-        k("selfplay", "shards", "3", |r| v(r.selfplay_shards)),
+        k("selfplay", "shards", "3", |r| v(base_generation(r, |x| x.shards.is_some()).selfplay_shards)),
         k("selfplay", "games_per_shard", "4", |r| v(selfplay(r).1)),
         // The file whose lines the shard's openings are.
         k("selfplay", "openings", "", |r| {
@@ -228,6 +291,27 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         k("records", "write_minply", "3", |r| v(records(r).1.write_minply)),
         k("records", "dedupe_bits", "10", |r| v(records(r).1.dedupe_bits)),
         k("records", "unknown_result", "\"draw\"", |r| v(records(r).2)),
+        k("generation", "shards", "4", |r| {
+            generation(r, "shards").map_or(v(NO_SCHEDULE), |g| v(g.selfplay_shards))
+        }),
+        // Self-play and record shards alike.
+        k("generation", "limit", "{ nodes = 777 }", |r| match generation(r, "limit") {
+            Some(g) if limit_of(&g.records).is_none_or(|l| Some(l) == limit_of(&g.selfplay)) => {
+                opt(&limit_of(&g.selfplay))
+            }
+            Some(_) => v("(self-play and record shards differ)"),
+            None => v(NO_SCHEDULE),
+        }),
+        k("generation", "eta", "0.75", |r| generation(r, "eta").map_or(v(NO_SCHEDULE), |g| v(g.eta))),
+        k("generation", "lambda", "0.75", |r| {
+            generation(r, "lambda").map_or(v(NO_SCHEDULE), |g| v(g.loss.lambda))
+        }),
+        k("generation", "record_shards", "2", |r| {
+            generation(r, "record_shards").map_or(v(NO_SCHEDULE), |g| v(g.record_shards))
+        }),
+        k("newbob", "decay", "0.25", |r| opt(&r.cfg.newbob.map(|n| n.decay))),
+        k("newbob", "min_improvement", "0.125", |r| opt(&r.cfg.newbob.map(|n| n.min_improvement))),
+        k("newbob", "max_decays", "7", |r| opt(&r.cfg.newbob.map(|n| n.max_decays))),
         k("coordinator", "listen", "\"127.0.0.1:9\"", |r| v(&r.cfg.coordinator.listen)),
         k("coordinator", "metrics_listen", "\"\"", |r| v(&r.cfg.coordinator.metrics_listen)),
         k("coordinator", "token", "\"probe-token\"", |r| v(&r.cfg.coordinator.token)),
@@ -252,30 +336,57 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
     ]
 }
 
-/// The value of `table.key` in `doc` (`table` "" = the top).
+/// The value of `table.key` in `doc` (`table` "" = the top; in an array of tables, the last
+/// table holding the key).
 fn get<'a>(doc: &'a Table, table: &str, key: &str) -> Option<&'a Value> {
-    if table.is_empty() { doc.get(key) } else { doc.get(table)?.as_table()?.get(key) }
+    if table.is_empty() {
+        return doc.get(key);
+    }
+    match doc.get(table)? {
+        Value::Array(tables) => tables.iter().rev().find_map(|t| t.as_table()?.get(key)),
+        t => t.as_table()?.get(key),
+    }
 }
 
+/// Sets `table.key` (in an array of tables, in the last table).
 fn set(doc: &mut Table, table: &str, key: &str, value: Value) {
     let t = if table.is_empty() {
         doc
     } else {
-        doc.entry(table).or_insert(Value::Table(Table::new())).as_table_mut().unwrap()
+        match doc.entry(table).or_insert(Value::Table(Table::new())) {
+            Value::Array(tables) => tables.last_mut().unwrap().as_table_mut().unwrap(),
+            t => t.as_table_mut().unwrap(),
+        }
     };
     t.insert(key.to_string(), value);
 }
 
-/// Every (table, key) of a document, tables one level deep.
+/// Every (table, key) of a document, tables one level deep (an array of tables: the keys
+/// of any of them).
 fn keys(doc: &Table) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+    let mut out: Vec<(String, String)> = Vec::new();
     for (k, val) in doc {
-        match val.as_table() {
-            Some(t) => out.extend(t.keys().map(|kk| (k.clone(), kk.clone()))),
+        match val {
+            Value::Table(t) => out.extend(t.keys().map(|kk| (k.clone(), kk.clone()))),
+            Value::Array(a) if a.iter().all(Value::is_table) && !a.is_empty() => {
+                for kk in a.iter().flat_map(|t| t.as_table().unwrap().keys()) {
+                    if !out.contains(&(k.clone(), kk.clone())) {
+                        out.push((k.clone(), kk.clone()));
+                    }
+                }
+            }
             _ => out.push((String::new(), k.clone())),
         }
     }
     out
+}
+
+/// The probe run's schedule before the probe values go into its last table: a first
+/// generation that takes the base tables' values (and mixes in a record shard, so that the
+/// `[records]` keys show).
+fn probe_schedule() -> Value {
+    let first: Table = toml::from_str("record_shards = 1").unwrap();
+    Value::Array(vec![Value::Table(first), Value::Table(Table::new())])
 }
 
 #[test]
@@ -316,6 +427,7 @@ fn every_documented_key_parses_and_reaches_its_use() {
     use_data(&mut doc, &doc_data);
     // 2. A probe value for every key arrives.
     let mut probe = Table::new();
+    probe.insert("generation".into(), probe_schedule());
     for (t, k, value, _) in &checks {
         if !value.is_empty() {
             let parsed: Table = toml::from_str(&format!("x = {value}")).unwrap();
@@ -347,7 +459,7 @@ fn every_documented_key_parses_and_reaches_its_use() {
 fn an_unknown_key_is_refused_by_name_in_every_table() {
     let documented: Table = toml::from_str(&uncommented(&full_scale_text())).unwrap();
     let tables: Vec<String> = std::iter::once(String::new())
-        .chain(documented.iter().filter(|(_, v)| v.is_table()).map(|(k, _)| k.clone()))
+        .chain(documented.iter().filter(|(_, v)| v.is_table() || v.is_array()).map(|(k, _)| k.clone()))
         .chain(["loss", "adagrad", "init", "validation"].map(String::from))
         .collect();
     for t in tables {

@@ -1,5 +1,6 @@
-//! Checkpoints of the run: the weights, queue and totals written together (`checkpoint.rs`
-//! does the writing), the journal pruned to what every kept checkpoint covers.
+//! Checkpoints of the run: the weights, queue, totals and generation state written together
+//! (`checkpoint.rs` does the writing), the journal pruned to what every kept checkpoint
+//! covers.
 
 use super::{Core, now_ms};
 use crate::checkpoint::{self, CheckpointError, CheckpointState};
@@ -9,7 +10,7 @@ use crate::weights_state::WeightState;
 use std::path::PathBuf;
 
 impl Core {
-    fn checkpoint_state(&self, w: &WeightState) -> CheckpointState {
+    pub(super) fn checkpoint_state(&self, w: &WeightState) -> CheckpointState {
         CheckpointState {
             format: checkpoint::FORMAT,
             run_id: self.run_id.clone(),
@@ -17,6 +18,7 @@ impl Core {
             weights_checksum: 0,
             queue: self.queue.lock().unwrap().clone(),
             totals: self.totals.lock().unwrap().clone(),
+            generations: self.generations.lock().unwrap().clone(),
             config: self.cfg.clone(),
             created_unix: now_ms() / 1000,
         }
@@ -28,7 +30,8 @@ impl Core {
         let mut queue = self.queue.lock().unwrap().clone();
         queue.release_all_leases();
         let totals = self.totals.lock().unwrap().clone();
-        let unchanged = (version, queue, totals);
+        let generations = self.generations.lock().unwrap().clone();
+        let unchanged = (version, queue, totals, generations);
         if self.last_checkpoint.lock().unwrap().as_ref() == Some(&unchanged) && name.is_dir() {
             // The same state as the last checkpoint (e.g. the final one right after a
             // regular one); leases do not count, a resume releases them.

@@ -2,8 +2,9 @@
 //! one at a time): decide (is it the live lease's push, a duplicate, stale; do its counts
 //! fit the shard), journal (the kept teacher records, then the journal entry, fsynced: from
 //! here the merge counts even after a crash), apply (weights, queue, totals, version: the
-//! one step journal replay shares), and after the merge (the checkpoint and metrics line
-//! due, whose failures are the coordinator's own, not the worker's).
+//! one step journal replay shares), and after the merge (the generation's end if this merge
+//! completed it, the checkpoint and metrics line due; their failures are the coordinator's
+//! own, not the worker's).
 
 use super::{Core, MAX_SHARD_POSITIONS};
 use crate::config::StalePolicy;
@@ -117,6 +118,14 @@ impl Core {
         if p.computed_on > version {
             return Err(PushError::FutureVersion { claimed: p.computed_on, current: version });
         }
+        if p.computed_on < self.generations.lock().unwrap().rolled_back_at {
+            // Computed on weights a newbob rollback undid: done again on the current ones
+            // (the generation barrier makes this rare: a lease is held across a rollback
+            // only if it was taken before it, which the barrier prevents).
+            self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
+            self.totals.lock().unwrap().stale_pushes += 1;
+            return Ok(Decision::Answer(unmerged(Outcome::Stale, version)));
+        }
         let staleness = version - p.computed_on;
         let c = &self.cfg.coordinator;
         let mut factor = 1.0f64;
@@ -228,23 +237,35 @@ impl Core {
         Ok(m.records)
     }
 
-    /// Apply: a journaled merge into the weights, queue, totals and version. The live merge
-    /// and journal replay both go through here.
+    /// Apply: a journaled merge into the weights (with the step sizes of the shard's
+    /// generation), queue, totals and version. The live merge and journal replay both go
+    /// through here.
     pub(super) fn apply_merge(&self, w: &mut WeightState, meta: &JournalMeta, grads: &[(u32, [f32; 2])]) {
-        w.merge(grads, meta.used);
+        let generation = self.queue.lock().unwrap().get(meta.shard_id).map_or(0, |s| s.generation);
+        w.merge(grads, meta.used, &self.step_sizes(generation));
         self.version.store(w.version(), std::sync::atomic::Ordering::SeqCst);
         self.queue.lock().unwrap().mark_done(meta.shard_id, meta.seq, meta.positions);
         self.totals.lock().unwrap().add_merge(meta);
     }
 
-    /// After the merge (applied and journaled): counts it for the next metrics line, and
-    /// writes the checkpoint and metrics line due at `seq`. What fails here is the
-    /// coordinator's, not the worker's: logged and counted, the merge stands.
+    /// After the merge (applied and journaled): counts it for the next metrics line, ends
+    /// the generation if this merge completed it (which writes a checkpoint and a metrics
+    /// line of its own), else writes the checkpoint and metrics line due at `seq`. What
+    /// fails here is the coordinator's, not the worker's: logged and counted, the merge
+    /// stands (a generation's end is tried again: `Core::end_generation_if_due`).
     fn after_merge(&self, w: &mut WeightState, seq: u64, stats: &v1::ShardStats) {
         {
             let mut i = self.interval.lock().unwrap();
             i.0 += stats.loss_sum;
             i.1 += stats.used;
+        }
+        match self.end_generation_locked(w) {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => {
+                self.server_fault_after_merge(seq, &format!("ending the generation: {e}"));
+                return;
+            }
         }
         let c = &self.cfg.coordinator;
         if c.checkpoint_every > 0
@@ -261,7 +282,7 @@ impl Core {
         }
     }
 
-    fn server_fault_after_merge(&self, seq: u64, error: &str) {
+    pub(super) fn server_fault_after_merge(&self, seq: u64, error: &str) {
         self.totals.lock().unwrap().server_faults += 1;
         tracing::error!(
             seq,

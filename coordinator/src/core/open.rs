@@ -1,10 +1,12 @@
 //! Opening a run: a new one (`create`) or one continued from its newest valid checkpoint
-//! plus the journal after it (`resume`).
+//! plus the journal after it (`resume`), ending on the way every generation the live run
+//! had ended after that checkpoint (`generation_end.rs`).
 
 use super::{Core, now_ms};
 use crate::checkpoint::{self, CheckpointState, Totals};
 use crate::config::TrainConfig;
 use crate::fault::Faults;
+use crate::generations::GenerationState;
 use crate::journal;
 use crate::queue::Queue;
 use crate::specs::build_specs;
@@ -46,8 +48,9 @@ impl Core {
         let (patterns, pattern_file) = pattern_bytes(&cfg)?;
         let file = start_weights(&wpath, &cfg.learn.init, patterns.as_ref())?;
         let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
-        let core = Self::assemble(cfg, file, patterns, pattern_file, queue, Totals::default(), new_run_id())
-            .inspect_err(|_| {
+        let start = (queue, Totals::default(), GenerationState::default());
+        let core =
+            Self::assemble(cfg, file, patterns, pattern_file, start, new_run_id()).inspect_err(|_| {
                 // Leave no half-made run behind: a retry must not be told to resume.
                 let _ = std::fs::remove_file(&wpath);
             })?;
@@ -90,14 +93,20 @@ impl Core {
         if unfinished > 0 {
             warnings.push(format!("removed {unfinished} unfinished journal entries (never acknowledged)"));
         }
-        let core =
-            Self::assemble(cfg, file, patterns, pattern_file, queue, state.totals.clone(), state.run_id)?;
+        let start = (queue, state.totals.clone(), state.generations.clone());
+        let core = Self::assemble(cfg, file, patterns, pattern_file, start, state.run_id)?;
         let replayed = core.replay_journal()?;
         warnings.push(format!(
             "resumed from {} (version {}), replayed {replayed} journal merges",
             dir.display(),
             state.weights_version
         ));
+        // The generation the last merge completed, if the crash came before its end step
+        // was recorded.
+        let generation = core.generation();
+        if core.end_generation_if_due()? {
+            warnings.push(format!("ended generation {generation} (its end was not recorded)"));
+        }
         Ok((core, warnings))
     }
 
@@ -106,8 +115,7 @@ impl Core {
         file: WeightFile,
         patterns: Option<PatternSet>,
         pattern_file: Vec<u8>,
-        queue: Queue,
-        totals: Totals,
+        (queue, totals, generations): (Queue, Totals, GenerationState),
         run_id: String,
     ) -> Result<Core, String> {
         if cfg.learn.check_disk_space {
@@ -121,9 +129,11 @@ impl Core {
             patterns: file.header.patterns,
             pattern_hash: patterns.as_ref().map_or(0, pattern_hash),
         };
-        let ws =
-            WeightState::new(file, patterns.as_ref(), cfg.learn.adagrad, cfg.coordinator.delta_versions)?;
+        let ws = WeightState::new(file, patterns.as_ref(), cfg.coordinator.delta_versions)?;
         let validation = validation::load_records(&cfg.learn.validation)?;
+        if cfg.newbob.is_some() && validation.is_empty() {
+            return Err("[newbob]: the [validation] shard holds no records to compare".into());
+        }
         Ok(Core {
             run_dir: cfg.run_dir.clone(),
             version: AtomicU64::new(ws.version()),
@@ -134,6 +144,8 @@ impl Core {
             queue: Mutex::new(queue),
             weights: Mutex::new(ws),
             totals: Mutex::new(totals),
+            generations: Mutex::new(generations),
+            generation_checkpoint_pending: AtomicBool::new(false),
             workers: Mutex::new(HashMap::new()),
             started: Instant::now(),
             stop_requested: AtomicBool::new(false),
@@ -149,13 +161,31 @@ impl Core {
         })
     }
 
-    /// Applies journal entries newer than the loaded weights, in order.
+    /// Applies journal entries newer than the loaded weights, in order; before an entry of
+    /// a later generation, ends the generations before it as the live run did.
     fn replay_journal(&self) -> Result<u64, String> {
         let mut w = self.weights.lock().unwrap();
         let mut n = 0;
         for (seq, path) in journal::list(&self.run_dir) {
             if seq <= w.version() {
                 continue;
+            }
+            let (meta, grads) = journal::read(&path, self.layout.features)?;
+            loop {
+                let q = self.queue.lock().unwrap();
+                let generation = q.get(meta.shard_id).map_or(0, |s| s.generation);
+                if generation <= q.open_generation {
+                    break;
+                }
+                if !q.generation_due() {
+                    return Err(format!(
+                        "{}: a merge of generation {generation}, but generation {} is not complete",
+                        path.display(),
+                        q.open_generation
+                    ));
+                }
+                drop(q);
+                self.end_generation_locked(&mut w)?;
             }
             if seq != w.version() + 1 {
                 return Err(format!(
@@ -164,7 +194,6 @@ impl Core {
                     w.version()
                 ));
             }
-            let (meta, grads) = journal::read(&path, self.layout.features)?;
             self.apply_merge(&mut w, &meta, &grads);
             n += 1;
         }

@@ -261,6 +261,43 @@ impl BaggingConfig {
     }
 }
 
+/// `[newbob]` of `keima train`: the learning-rate decay on a held-out plateau, with
+/// rollback (the decision itself is `learn::newbob`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NewbobConfig {
+    /// η is multiplied by this when the held-out loss does not improve.
+    pub decay: f64,
+    /// Relative improvement of the held-out loss over the best that counts as better.
+    pub min_improvement: f64,
+    /// After this many decays the run stops (converged).
+    pub max_decays: u32,
+}
+
+impl Default for NewbobConfig {
+    fn default() -> Self {
+        NewbobConfig { decay: 0.5, min_improvement: 0.0, max_decays: 4 }
+    }
+}
+
+impl NewbobConfig {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if !(self.decay > 0.0 && self.decay < 1.0) {
+            return Err(ConfigError::invalid("[newbob] decay", format!("{} is not in (0, 1)", self.decay)));
+        }
+        if !(0.0..1.0).contains(&self.min_improvement) {
+            return Err(ConfigError::invalid(
+                "[newbob] min_improvement",
+                format!("{} is not in [0, 1)", self.min_improvement),
+            ));
+        }
+        if self.max_decays == 0 {
+            return Err(ConfigError::invalid("[newbob] max_decays", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
 /// `keima learn` configuration (TOML). Paths are relative to the working directory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -3,7 +3,8 @@
 //! AdaGrad writing through to the quantized tables (`adagrad`), the data stream (`data`);
 //! the configuration (`config`), a run's weight set-up (`init`), held-out metrics
 //! (`validation`), the files of a run directory (`files`), checkpoints (`checkpoint`), the
-//! training loop (`trainer`), bagging's phases (`bagging`) and its sample (`bag_sample`) and KPPT export (`export`).
+//! training loop (`trainer`), bagging's phases (`bagging`) and its sample (`bag_sample`), KPPT
+//! export (`export`), and newbob's decay-and-rollback decision (`newbob`).
 
 pub mod adagrad;
 pub mod bag_sample;
@@ -17,6 +18,7 @@ pub mod features;
 pub mod files;
 pub mod gradient;
 pub mod init;
+pub mod newbob;
 pub mod quantized;
 pub mod trainer;
 pub mod validation;

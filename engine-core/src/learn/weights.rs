@@ -434,6 +434,16 @@ impl WeightFile {
         &self.path
     }
 
+    /// Renames the file to `to` (over whatever is there; the map stays valid) and fsyncs
+    /// the directory.
+    pub fn rename(&mut self, to: &Path) -> Result<(), WeightsError> {
+        let io = |what| move |source| WeightsError::Io { path: to.to_path_buf(), what, source };
+        std::fs::rename(&self.path, to).map_err(io("rename to"))?;
+        self.path = to.to_path_buf();
+        let dir = to.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        File::open(dir).and_then(|f| f.sync_all()).map_err(io("fsync the directory of"))
+    }
+
     fn data_bytes(&self) -> &[u8] {
         &self.map[HEADER_LEN..]
     }
