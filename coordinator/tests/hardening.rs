@@ -13,20 +13,14 @@ use keima_coordinator::checkpoint::{self, Totals};
 use keima_coordinator::core::Core;
 use keima_coordinator::fault::{FaultAction, FaultPlan, FaultPoint, Injected};
 use keima_coordinator::service::Service;
-use keima_proto::seal::push_checksum;
-use keima_proto::sparse::{self, Fnv64};
 use keima_proto::v1::coordinator_server::Coordinator;
 use keima_proto::v1::{self, push_chunk::Part, push_reply::Outcome};
 use std::path::Path;
 use std::sync::Arc;
+use support::{Work, chunks, lease, push, rt, tmp};
 use tonic::{Code, Request, Status};
 
-fn tmp(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("keima-hardening-{name}-"))
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-}
+mod support;
 
 /// Self-play shards (no input files needed: the pushes are made up by the test).
 fn config(run_dir: &Path, shards: u64, keep_records: bool, checkpoint_every: u64) -> TrainConfig {
@@ -38,21 +32,10 @@ fn config(run_dir: &Path, shards: u64, keep_records: bool, checkpoint_every: u64
     .unwrap()
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
-}
-
 /// `n` valid 40-byte teacher records.
 fn records(n: u64) -> Vec<u8> {
     let pos = Position::startpos();
     (0..n).flat_map(|i| PackedSfenValue::new(&pos, None, i as i16, 0).unwrap().to_bytes()).collect()
-}
-
-/// What the test pushes for a shard: made-up but distinct per shard.
-struct Work {
-    gradient: Vec<(u32, [f32; 2])>,
-    records: Vec<u8>,
-    stats: v1::ShardStats,
 }
 
 fn work(shard: u64, keep_records: bool) -> Work {
@@ -69,42 +52,6 @@ fn work(shard: u64, keep_records: bool) -> Work {
             ..Default::default()
         },
     }
-}
-
-/// The chunks a correct worker sends for `w`.
-fn chunks(core: &Core, worker: &str, lease: &v1::Lease, version: u64, w: &Work) -> Vec<v1::PushChunk> {
-    let header = v1::PushHeader {
-        protocol: keima_proto::PROTOCOL_VERSION,
-        worker_id: worker.into(),
-        shard_id: lease.shard_id,
-        attempt: lease.attempt,
-        weights_version: version,
-        layout: Some(core.layout()),
-        gradient_entries: w.gradient.len() as u64,
-        teacher_records: (w.records.len() / 40) as u64,
-    };
-    let raw = sparse::encode_gradient(&w.gradient);
-    let mut payload = Fnv64::default();
-    payload.update(&raw);
-    let mut out = vec![v1::PushChunk { part: Some(Part::Header(header.clone())) }];
-    out.push(v1::PushChunk { part: Some(Part::Gradient(sparse::compress(&raw))) });
-    if !w.records.is_empty() {
-        payload.update(&w.records);
-        out.push(v1::PushChunk { part: Some(Part::Records(sparse::compress(&w.records))) });
-    }
-    let checksum = push_checksum(payload, &header, &w.stats);
-    out.push(v1::PushChunk { part: Some(Part::Trailer(v1::PushTrailer { stats: Some(w.stats), checksum })) });
-    out
-}
-
-async fn push(svc: &Service, chunks: Vec<v1::PushChunk>) -> Result<v1::PushReply, Status> {
-    svc.push(tokio_stream::iter(chunks.into_iter().map(Ok))).await.map_err(Status::from)
-}
-
-fn lease(core: &Core, worker: &str) -> v1::Lease {
-    let r = core.lease(worker);
-    assert_eq!(r.state, v1::lease_reply::State::Leased as i32, "{r:?}");
-    r.lease.unwrap()
 }
 
 /// Leases the next shard as `worker` and pushes its work; returns the shard id.

@@ -10,12 +10,15 @@
 //!   a run without faults, with every merge counter equal;
 //! - bad pushes (wrong token, wrong dims, NaN, oversized, duplicate) are rejected or
 //!   ignored and the run goes on;
-//! - TLS with local workers, and `keima status`.
+//! - TLS with local workers, and `keima status`;
+//! - a schedule of two generations with newbob: the barrier, each generation's limit and
+//!   η, newbob's decision in `metrics.jsonl`.
 //!
 //! One test binary: the shared process helpers are here, the tests by concern in the
 //! modules.
 
 mod faults;
+mod generations;
 mod tls;
 mod wire;
 
@@ -247,14 +250,16 @@ fn spawn_worker(run: &Path, name: &str, extra: &[&str]) -> Proc {
 fn finish(mut coordinator: Proc, run: &Path) -> (String, serde_json::Value) {
     let (ok, out, err) = wait_exit(&mut coordinator, Duration::from_secs(240));
     assert!(ok, "coordinator failed: {out}\n{err}");
-    // The final state, from the last checkpoint.
+    (out, last_state(run))
+}
+
+/// The state of a run's last checkpoint.
+fn last_state(run: &Path) -> serde_json::Value {
     let ck = std::fs::read_dir(run.join("checkpoints"))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .max()
         .unwrap();
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(ck.join("state.json")).unwrap()).unwrap();
-    (out, state)
+    serde_json::from_str(&std::fs::read_to_string(ck.join("state.json")).unwrap()).unwrap()
 }
