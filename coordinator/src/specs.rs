@@ -126,3 +126,51 @@ pub fn selfplay_specs<'a>(
         ShardSpec::SelfPlay { seed, games: s.games_per_shard, openings: picked, search, play: s.play }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine_core::teacher::config::SearchLimit;
+
+    #[test]
+    fn a_schedules_record_shards_are_taken_in_order_and_start_over_with_its_limits() {
+        let tmp = tempfile::Builder::new().prefix("keima-specs-").tempdir_in(std::env::temp_dir()).unwrap();
+        let dir = tmp.path();
+        for name in ["a", "b", "c"] {
+            std::fs::write(dir.join(format!("{name}.usi")), "startpos moves 7g7f\n").unwrap();
+        }
+        let cfg = TrainConfig::from_toml(&format!(
+            "seed = 9\n[records]\npaths = [{dir:?}]\nfiles_per_shard = 1\nlimit = {{ nodes = 100 }}\n\
+             [selfplay]\nshards = 1\nlimit = {{ nodes = 50 }}\n\
+             [[generation]]\nshards = 0\nrecord_shards = 2\n[[generation]]\nrecord_shards = 2\nlimit = {{ depth = 4 }}\n"
+        ))
+        .unwrap();
+        let got: Vec<(u32, String, SearchLimit)> = build_specs(&cfg)
+            .unwrap()
+            .into_iter()
+            .map(|(g, spec)| match spec {
+                ShardSpec::Records { paths, search, .. } => {
+                    (g, Path::new(&paths[0]).file_name().unwrap().to_string_lossy().into(), search.limit)
+                }
+                ShardSpec::SelfPlay { seed, search, .. } => {
+                    assert_eq!(
+                        seed,
+                        engine_core::teacher::gensfen::game_seed(9, 1_000_000),
+                        "the run's first"
+                    );
+                    (g, "selfplay".into(), search.limit)
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let (nodes, depth) = (SearchLimit::Nodes(100), SearchLimit::Depth(4));
+        let expected = [
+            (0, "a.usi", nodes),
+            (0, "b.usi", nodes),
+            (1, "c.usi", depth),
+            (1, "a.usi", depth),
+            (1, "selfplay", depth),
+        ];
+        assert_eq!(got, expected.map(|(g, f, l)| (g, f.to_string(), l)));
+    }
+}
