@@ -119,9 +119,9 @@ impl Core {
             return Err(PushError::FutureVersion { claimed: p.computed_on, current: version });
         }
         if p.computed_on < self.generations.lock().unwrap().rolled_back_at {
-            // Computed on weights a newbob rollback undid: done again on the current ones
-            // (the generation barrier makes this rare: a lease is held across a rollback
-            // only if it was taken before it, which the barrier prevents).
+            // Computed on weights a newbob rollback undid: done again on the current ones.
+            // The barrier leaves no lease live across a rollback, so only a worker that
+            // computed on older weights than its lease named gets here.
             self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
             self.totals.lock().unwrap().stale_pushes += 1;
             return Ok(Decision::Answer(unmerged(Outcome::Stale, version)));
