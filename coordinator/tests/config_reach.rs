@@ -469,3 +469,18 @@ fn an_unknown_key_is_refused_by_name_in_every_table() {
         assert!(e.to_string().contains("bogus_key"), "[{t}]: {e}");
     }
 }
+
+/// The recipes shipped for `keima train` parse and pass the config checks as written (a
+/// renamed key or a value the checks refuse would otherwise only show when a user runs it).
+#[test]
+fn shipped_train_recipes_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
+    for (name, selfplay_limit) in
+        [("quickstart.toml", SearchLimit::Nodes(1500)), ("strength-1h.toml", SearchLimit::Depth(6))]
+    {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let cfg = TrainConfig::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let selfplay = cfg.selfplay.as_ref().unwrap_or_else(|| panic!("{name}: no [selfplay]"));
+        assert_eq!(selfplay.search.limit, selfplay_limit, "{name}");
+    }
+}
