@@ -143,6 +143,8 @@ impl Core {
             file.header.updates = w.version() + 1;
             file.header.examples = w.file.header.examples;
             file.write_header();
+            // Temp file complete on disk before it replaces `weights.kw`.
+            file.flush().map_err(|e| e.to_string())?;
             let mut restored =
                 WeightState::new(file, self.pattern_set()?.as_ref(), self.cfg.coordinator.delta_versions)?;
             restored.file.rename(&self.run_dir.join(WEIGHTS_FILE)).map_err(|e| e.to_string())?;
