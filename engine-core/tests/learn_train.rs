@@ -584,3 +584,18 @@ fn mncl_pushes_a_later_player_away_from_the_earlier_ones() {
     assert!(d_plain > 0.0);
     assert!(d_ncl > d_plain, "MNCL distance {d_ncl} <= plain {d_plain}");
 }
+
+#[test]
+fn a_run_that_cannot_start_leaves_no_weight_file() {
+    let tmp = tmp_dir("nostart");
+    let dir = tmp.path();
+    let (train, val) = data(dir);
+    let mut cfg = config(dir, &train, &val);
+    cfg.shards = vec![dir.join("missing-*.shard").to_string_lossy().into_owned()];
+    let err = Trainer::new(cfg.clone()).err().expect("a pattern matching no file is refused");
+    assert!(err.contains("missing-*.shard"), "{err}");
+    assert!(!cfg.out_dir.join("weights.kw").exists(), "a refused run left its weight file");
+    // The corrected config then starts a fresh run instead of asking for --resume.
+    cfg.shards = vec![train.to_string_lossy().into_owned()];
+    Trainer::new(cfg).expect("the corrected run starts");
+}

@@ -134,7 +134,11 @@ impl Trainer {
             let _ = std::fs::remove_file(&wpath);
             return Err(e.to_string());
         }
-        Self::build(cfg, weights, patterns, TrainState::default())
+        // A run that cannot start (a shard pattern matching nothing, a missing validation
+        // shard) leaves no weight file behind, or the corrected retry would be told to resume.
+        Self::build(cfg, weights, patterns, TrainState::default()).inspect_err(|_| {
+            let _ = std::fs::remove_file(&wpath);
+        })
     }
 
     /// Continues from a checkpoint (or the newest valid one of a run directory), writing to
