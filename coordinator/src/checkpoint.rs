@@ -22,10 +22,12 @@ pub use engine_core::learn::checkpoint::{dir, find, list, recover, root, version
 /// generation, no newbob) as well.
 pub const FORMAT: u32 = 3;
 
-/// Run totals that survive restarts. The merge counters (`merges` to `staleness_sum`, and
-/// `teacher_records_kept`) are restored exactly by journal replay; the traffic counters
-/// (`duplicate_pushes`, `stale_pushes`, `rejected_pushes`, `bytes_in`, `bytes_out`,
-/// `server_faults`) count what the processes saw up to their last checkpoint.
+/// Run totals that survive restarts. The merge counters (`merges` to `staleness_sum`,
+/// `teacher_records_kept`, and the merged shards' share of `train_cpu_seconds`) are
+/// restored exactly by journal replay; the traffic counters (`duplicate_pushes`,
+/// `stale_pushes`, `rejected_pushes`, `bytes_in`, `bytes_out`, `server_faults`, the stale
+/// pushes' share of `train_cpu_seconds`, `coordinator_cpu_seconds`) count what the
+/// processes saw up to their last checkpoint.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub merges: u64,
@@ -43,6 +45,14 @@ pub struct Totals {
     /// Coordinator-side failures (disk, internal) while handling pushes or checkpointing.
     #[serde(default)]
     pub server_faults: u64,
+    /// Workers' CPU time on training shards: merged ones and those answered stale (that
+    /// CPU was spent), never a duplicate.
+    #[serde(default)]
+    pub train_cpu_seconds: f64,
+    /// The coordinator processes' own CPU time, up to the checkpoint (`Core::totals` adds
+    /// the running process's since).
+    #[serde(default)]
+    pub coordinator_cpu_seconds: f64,
 }
 
 impl Totals {
@@ -57,6 +67,12 @@ impl Totals {
         // The version before the merge minus the version the gradient was computed with.
         self.staleness_sum += (m.seq - 1).saturating_sub(m.computed_on);
         self.teacher_records_kept += m.records_kept;
+        self.train_cpu_seconds += m.cpu_seconds;
+    }
+
+    /// CPU seconds of training: the workers' on training shards plus the coordinator's.
+    pub fn training_cpu_seconds(&self) -> f64 {
+        self.train_cpu_seconds + self.coordinator_cpu_seconds
     }
 }
 

@@ -38,6 +38,10 @@ pub fn now_ms() -> u64 {
 /// back): far above any real shard, and low enough that no sum of them overflows.
 pub const MAX_SHARD_POSITIONS: u64 = 1 << 32;
 
+/// CPU seconds one shard may claim: a year of one core, far above any real shard (a
+/// claim beyond it is a broken or hostile worker, and would swamp the run's total).
+pub const MAX_SHARD_CPU_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
 #[derive(Clone, Debug)]
 pub struct WorkerInfo {
     pub name: String,
@@ -85,6 +89,10 @@ pub struct Core {
     interval: Mutex<(f64, u64)>,
     /// Crash points armed by tests (nothing in a build without `fault-injection`).
     faults: Faults,
+    /// The coordinator's CPU seconds before this process (from the checkpoint) ...
+    cpu_base: f64,
+    /// ... and this process's CPU seconds when it opened the run.
+    cpu_at_open: f64,
 }
 
 impl Core {
@@ -135,8 +143,19 @@ impl Core {
         self.queue.lock().unwrap().clone()
     }
 
+    /// The run's totals, the coordinator's CPU time up to now included.
     pub fn totals(&self) -> Totals {
-        self.totals.lock().unwrap().clone()
+        let mut t = self.totals.lock().unwrap().clone();
+        t.coordinator_cpu_seconds = self.coordinator_cpu_seconds();
+        t
+    }
+
+    /// The coordinator processes' CPU seconds: the checkpoint's plus this process's since
+    /// it opened the run.
+    fn coordinator_cpu_seconds(&self) -> f64 {
+        let now = engine_core::cpu_time::process_cpu_seconds();
+        let own = if now.is_finite() && self.cpu_at_open.is_finite() { now - self.cpu_at_open } else { 0.0 };
+        self.cpu_base + own.max(0.0)
     }
 
     /// Newbob's state and the best weights' version.
@@ -344,7 +363,7 @@ impl Core {
         extra: serde_json::Map<String, serde_json::Value>,
     ) -> Result<(), String> {
         let (loss_sum, used) = std::mem::take(&mut *self.interval.lock().unwrap());
-        let t = self.totals.lock().unwrap().clone();
+        let t = self.totals();
         let generation = self.generation();
         let mut line = serde_json::json!({
             "updates": w.version(),
@@ -357,6 +376,7 @@ impl Core {
             "generation": generation,
             "eta": self.step_sizes(generation).eta,
             "elapsed_s": self.started.elapsed().as_secs_f64(),
+            "cpu_hours": t.training_cpu_seconds() / 3600.0,
         });
         line.as_object_mut().expect("a JSON object").extend(extra);
         let path = self.run_dir.join(METRICS_FILE);

@@ -56,6 +56,12 @@ pub fn render(core: &Core) -> String {
         "Teacher records stored under <run_dir>/teacher.",
         s.teacher_records_kept.to_string(),
     );
+    metric(
+        "cpu_seconds_total",
+        "counter",
+        "CPU seconds of training: workers on training shards (merged or stale) and the coordinator.",
+        format!("{}", s.cpu_seconds),
+    );
     let generation = core.generation();
     metric("generation", "gauge", "The generation being trained (0-based).", generation.to_string());
     metric(

@@ -13,7 +13,7 @@ use crate::v1::{PushHeader, ShardStats};
 /// Finishes `payload` (the hash of the uncompressed blobs) with the header and statistics.
 pub fn push_checksum(payload: Fnv64, header: &PushHeader, stats: &ShardStats) -> u64 {
     let mut h = payload;
-    h.update(b"keima-push-seal-v2");
+    h.update(b"keima-push-seal-v3");
     h.update(&header.protocol.to_le_bytes());
     h.update(&(header.worker_id.len() as u64).to_le_bytes());
     h.update(header.worker_id.as_bytes());
@@ -35,6 +35,7 @@ pub fn push_checksum(payload: Fnv64, header: &PushHeader, stats: &ShardStats) ->
     h.update(&stats.games.to_le_bytes());
     h.update(&stats.search_nodes.to_le_bytes());
     h.update(&stats.seconds.to_bits().to_le_bytes());
+    h.update(&stats.cpu_seconds.to_bits().to_le_bytes());
     h.0
 }
 
@@ -75,6 +76,7 @@ mod tests {
             ShardStats { positions: u64::MAX, ..s },
             ShardStats { used: 8, ..s },
             ShardStats { loss_sum: 6.25, ..s },
+            ShardStats { cpu_seconds: 0.5, ..s },
         ];
         for other in stats {
             assert_ne!(push_checksum(payload, &h, &other), base, "{other:?}");

@@ -2,6 +2,7 @@
 //! searched position by position, or an existing teacher shard) and the summed sparse
 //! gradient of the learner's loss over them, with the weights the lease asked for.
 
+use engine_core::cpu_time::process_cpu_seconds;
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient::batch_gradient;
 use engine_core::teacher::gensfen::{self, GensfenConfig, GensfenStats, Opening, run_records, run_selfplay};
@@ -49,6 +50,9 @@ pub fn run(
     progress: &AtomicU64,
 ) -> Result<ShardOutput, String> {
     let started = Instant::now();
+    // The worker runs one shard at a time, so the process's CPU time meanwhile is the
+    // shard's (heartbeats add a negligible share).
+    let cpu_started = process_cpu_seconds();
     let (spec, loss) = lease_work(lease).map_err(|e| e.to_string())?;
     let mut stats = GensfenStats::default();
     let (records, psvs): (Vec<TeacherRecord>, Vec<PackedSfenValue>) = match &spec {
@@ -130,6 +134,7 @@ pub fn run(
             games: stats.games,
             search_nodes: stats.nodes,
             seconds: started.elapsed().as_secs_f64(),
+            cpu_seconds: (process_cpu_seconds() - cpu_started).max(0.0),
         },
     })
 }

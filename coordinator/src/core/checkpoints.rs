@@ -17,7 +17,7 @@ impl Core {
             weights_version: w.version(),
             weights_checksum: 0,
             queue: self.queue.lock().unwrap().clone(),
-            totals: self.totals.lock().unwrap().clone(),
+            totals: self.totals(),
             generations: self.generations.lock().unwrap().clone(),
             config: self.cfg.clone(),
             created_unix: now_ms() / 1000,

@@ -123,7 +123,7 @@ impl Core {
             // The barrier leaves no lease live across a rollback, so only a worker that
             // computed on older weights than its lease named gets here.
             self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
-            self.totals.lock().unwrap().stale_pushes += 1;
+            self.count_stale(p);
             return Ok(Decision::Answer(unmerged(Outcome::Stale, version)));
         }
         let staleness = version - p.computed_on;
@@ -133,7 +133,7 @@ impl Core {
             match c.stale_policy {
                 StalePolicy::Reject => {
                     self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
-                    self.totals.lock().unwrap().stale_pushes += 1;
+                    self.count_stale(p);
                     return Ok(Decision::Answer(unmerged(Outcome::Stale, version)));
                 }
                 StalePolicy::Downweight => {
@@ -147,6 +147,14 @@ impl Core {
             }
         }
         Ok(Decision::Merge { seq: version + 1, staleness, factor })
+    }
+
+    /// Counts a push answered stale: its CPU was spent on training, though nothing of it
+    /// is merged (the shard is done again, and that attempt's CPU counts too).
+    fn count_stale(&self, p: &ReceivedPush) {
+        let mut t = self.totals.lock().unwrap();
+        t.stale_pushes += 1;
+        t.train_cpu_seconds += p.stats.cpu_seconds;
     }
 
     /// Checks a push's claimed counts against what its shard can yield.
@@ -212,6 +220,7 @@ impl Core {
             loss_sum: p.stats.loss_sum,
             entries: p.gradient.len() as u64,
             records_kept,
+            cpu_seconds: p.stats.cpu_seconds,
         };
         journal::write(&self.run_dir, &meta, &p.gradient)?;
         self.faults.hit(FaultPoint::MergeJournaled, seq)?;

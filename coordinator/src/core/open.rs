@@ -143,6 +143,8 @@ impl Core {
             pattern_file,
             queue: Mutex::new(queue),
             weights: Mutex::new(ws),
+            cpu_base: totals.coordinator_cpu_seconds,
+            cpu_at_open: engine_core::cpu_time::process_cpu_seconds(),
             totals: Mutex::new(totals),
             generations: Mutex::new(generations),
             generation_checkpoint_pending: AtomicBool::new(false),
