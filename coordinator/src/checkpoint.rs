@@ -5,6 +5,7 @@
 //! live in the journal (`journal.rs`).
 
 use crate::config::TrainConfig;
+use crate::elo::EloState;
 use crate::fault::{FaultPoint, Faults, Injected};
 use crate::fsutil::IoError;
 use crate::generations::GenerationState;
@@ -53,6 +54,9 @@ pub struct Totals {
     /// the running process's since).
     #[serde(default)]
     pub coordinator_cpu_seconds: f64,
+    /// Workers' CPU time on match shards (recorded results only).
+    #[serde(default)]
+    pub match_cpu_seconds: f64,
 }
 
 impl Totals {
@@ -87,6 +91,9 @@ pub struct CheckpointState {
     /// Newbob's state and the best weights' version (format 3).
     #[serde(default)]
     pub generations: GenerationState,
+    /// Matches queued and Elo measured (`[elo]`).
+    #[serde(default)]
+    pub elo: EloState,
     #[serde(deserialize_with = "stored_config")]
     pub config: TrainConfig,
     pub created_unix: u64,
@@ -132,6 +139,9 @@ pub enum CheckpointError {
     Io(#[from] IoError),
     #[error(transparent)]
     Injected(#[from] Injected),
+    /// Exporting a checkpoint for its matches, or queueing them.
+    #[error("[elo] matches of the checkpoint: {0}")]
+    Elo(String),
 }
 
 /// Writes a checkpoint of `weights` and `state` (engine-core's `write_dir`, then pruning to

@@ -204,7 +204,7 @@ impl Service {
             )));
         }
         let stats = trailer.stats.ok_or_else(|| invalid("push trailer without statistics".into()))?;
-        if trailer.checksum != seal::push_checksum(payload, &h, &stats) {
+        if trailer.checksum != seal::push_checksum(payload, &h, &stats, trailer.match_result.as_ref()) {
             return Err(PushError::BadChecksum);
         }
         if !stats.loss_sum.is_finite() || stats.loss_sum < 0.0 || stats.used > stats.positions {
@@ -233,6 +233,7 @@ impl Service {
             gradient,
             records,
             stats,
+            result: trailer.match_result,
             wire_bytes: wire,
             received_ms: now_ms(),
         })

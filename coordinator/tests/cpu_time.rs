@@ -29,6 +29,7 @@ fn work(cpu_seconds: f64) -> Work {
         gradient: vec![(3, [0.5, -0.25]), (900, [-1.0, 0.5])],
         records: Vec::new(),
         stats: v1::ShardStats { positions: 10, used: 9, loss_sum: 6.0, cpu_seconds, ..Default::default() },
+        result: None,
     }
 }
 

@@ -30,6 +30,8 @@ pub struct ReceivedPush {
     /// Raw PackedSfenValue records (`PackedSfenValue::SIZE` bytes each).
     pub records: Vec<u8>,
     pub stats: v1::ShardStats,
+    /// A match shard's result (`None` for training shards).
+    pub result: Option<v1::MatchResult>,
     pub wire_bytes: u64,
     /// When the upload was complete: the lease must have been live then.
     pub received_ms: u64,
@@ -41,6 +43,8 @@ enum Decision {
     Merge { seq: u64, staleness: u64, factor: f64 },
     /// Answer without merging: a duplicate, or a stale push refused.
     Answer(v1::PushReply),
+    /// A match shard's result from its live lease: record it (`matches.rs`).
+    Match(ShardSpec),
 }
 
 fn unmerged(outcome: Outcome, weights_version: u64) -> v1::PushReply {
@@ -63,6 +67,7 @@ impl Core {
         let (seq, staleness, factor) = match self.decide_merge(&w, &mut p)? {
             Decision::Merge { seq, staleness, factor } => (seq, staleness, factor),
             Decision::Answer(reply) => return Ok(reply),
+            Decision::Match(spec) => return self.record_match(&w, &p, &spec),
         };
         let t_journal = Instant::now();
         let meta = self.journal_merge(seq, factor, &p)?;
@@ -113,6 +118,15 @@ impl Core {
             PushDecision::Merge => {}
         }
         let spec = spec.expect("a leased shard exists");
+        if spec.is_match() {
+            return Ok(Decision::Match(spec));
+        }
+        if p.result.is_some() {
+            return Err(PushError::Invalid(format!(
+                "shard {}: a match result pushed for a training shard",
+                p.shard_id
+            )));
+        }
         self.check_counts(&spec, p)?;
         let version = w.version();
         if p.computed_on > version {
