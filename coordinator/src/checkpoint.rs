@@ -5,6 +5,7 @@
 //! live in the journal (`journal.rs`).
 
 use crate::config::TrainConfig;
+use crate::elo::EloState;
 use crate::fault::{FaultPoint, Faults, Injected};
 use crate::fsutil::IoError;
 use crate::generations::GenerationState;
@@ -22,10 +23,12 @@ pub use engine_core::learn::checkpoint::{dir, find, list, recover, root, version
 /// generation, no newbob) as well.
 pub const FORMAT: u32 = 3;
 
-/// Run totals that survive restarts. The merge counters (`merges` to `staleness_sum`, and
-/// `teacher_records_kept`) are restored exactly by journal replay; the traffic counters
-/// (`duplicate_pushes`, `stale_pushes`, `rejected_pushes`, `bytes_in`, `bytes_out`,
-/// `server_faults`) count what the processes saw up to their last checkpoint.
+/// Run totals that survive restarts. The merge counters (`merges` to `staleness_sum`,
+/// `teacher_records_kept`, and the merged shards' share of `train_cpu_seconds`) are
+/// restored exactly by journal replay; the traffic counters (`duplicate_pushes`,
+/// `stale_pushes`, `rejected_pushes`, `bytes_in`, `bytes_out`, `server_faults`, the stale
+/// pushes' share of `train_cpu_seconds`, `coordinator_cpu_seconds`) count what the
+/// processes saw up to their last checkpoint.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub merges: u64,
@@ -43,6 +46,17 @@ pub struct Totals {
     /// Coordinator-side failures (disk, internal) while handling pushes or checkpointing.
     #[serde(default)]
     pub server_faults: u64,
+    /// Workers' CPU time on training shards: merged ones and those answered stale (that
+    /// CPU was spent), never a duplicate.
+    #[serde(default)]
+    pub train_cpu_seconds: f64,
+    /// The coordinator processes' own CPU time, up to the checkpoint (`Core::totals` adds
+    /// the running process's since).
+    #[serde(default)]
+    pub coordinator_cpu_seconds: f64,
+    /// Workers' CPU time on match shards (recorded results only).
+    #[serde(default)]
+    pub match_cpu_seconds: f64,
 }
 
 impl Totals {
@@ -57,6 +71,12 @@ impl Totals {
         // The version before the merge minus the version the gradient was computed with.
         self.staleness_sum += (m.seq - 1).saturating_sub(m.computed_on);
         self.teacher_records_kept += m.records_kept;
+        self.train_cpu_seconds += m.cpu_seconds;
+    }
+
+    /// CPU seconds of training: the workers' on training shards plus the coordinator's.
+    pub fn training_cpu_seconds(&self) -> f64 {
+        self.train_cpu_seconds + self.coordinator_cpu_seconds
     }
 }
 
@@ -71,6 +91,9 @@ pub struct CheckpointState {
     /// Newbob's state and the best weights' version (format 3).
     #[serde(default)]
     pub generations: GenerationState,
+    /// Matches queued and Elo measured (`[elo]`).
+    #[serde(default)]
+    pub elo: EloState,
     #[serde(deserialize_with = "stored_config")]
     pub config: TrainConfig,
     pub created_unix: u64,
@@ -116,6 +139,9 @@ pub enum CheckpointError {
     Io(#[from] IoError),
     #[error(transparent)]
     Injected(#[from] Injected),
+    /// Exporting a checkpoint for its matches, or queueing them.
+    #[error("[elo] matches of the checkpoint: {0}")]
+    Elo(String),
 }
 
 /// Writes a checkpoint of `weights` and `state` (engine-core's `write_dir`, then pruning to

@@ -7,9 +7,11 @@
 //! `SelfPlayGames` and `UnknownResult`, the same as `keima gensfen`'s flags. Unknown keys
 //! are refused, naming the key; keys of an older keima are refused with their new spelling
 //! (`legacy.rs`). `[[generation]]` tables make the run a schedule of generations
-//! (`generations.rs`), and `[newbob]` decays η with a rollback at their ends.
+//! (`generations.rs`), and `[newbob]` decays η with a rollback at their ends. `[elo]`
+//! (`elo_config.rs`) plays match shards at checkpoints.
 //! `configs/full-scale.toml` documents every key.
 
+use crate::elo_config::EloSection;
 use engine_core::config::ConfigError;
 use engine_core::learn::config::{LearnSettings, NewbobConfig};
 use engine_core::teacher::config::{SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
@@ -36,6 +38,8 @@ pub struct TrainConfig {
     pub generation: Vec<Generation>,
     /// `[newbob]`: η decay with rollback on a held-out plateau, at each generation's end.
     pub newbob: Option<NewbobConfig>,
+    /// `[elo]`: match shards at checkpoints (`elo_config.rs`).
+    pub elo: Option<EloSection>,
     pub coordinator: CoordinatorSection,
     pub local_workers: LocalWorkersSection,
 }
@@ -52,6 +56,7 @@ impl Default for TrainConfig {
             records: None,
             generation: Vec::new(),
             newbob: None,
+            elo: None,
             coordinator: CoordinatorSection::default(),
             local_workers: LocalWorkersSection::default(),
         }
@@ -286,6 +291,9 @@ impl TrainConfig {
         }
         self.learn.check()?;
         self.check_generations()?;
+        if let Some(e) = &self.elo {
+            e.check()?;
+        }
         let c = &self.coordinator;
         if c.tls_cert.is_some() != c.tls_key.is_some() {
             return Err(ConfigError::invalid("[coordinator] tls_cert, tls_key", "give both or neither"));

@@ -1,11 +1,12 @@
 //! The coordinator's state and its operations, without networking: build the shard queue
 //! from the config and resume (`open`), lease, heartbeat, give back, merge a push exactly
 //! once, journal first (`merge`), end a generation (`generation_end`: newbob, rollback),
-//! checkpoint (`checkpoints`), metrics lines, export. The gRPC service (`service.rs`) is a
+//! checkpoint (`checkpoints`), match shards and their Elo (`matches`), metrics lines, export. The gRPC service (`service.rs`) is a
 //! thin layer over this; the state is reached only through these methods.
 
 mod checkpoints;
 mod generation_end;
+mod matches;
 mod merge;
 mod open;
 
@@ -13,10 +14,11 @@ pub use merge::ReceivedPush;
 
 use crate::checkpoint::Totals;
 use crate::config::TrainConfig;
+use crate::elo::EloState;
 use crate::error::PushError;
 use crate::fault::Faults;
 use crate::generations::{self, GenerationState};
-use crate::queue::{LeaseDecision, LeaseProblem, Queue, QueueCounts, ShardSpec};
+use crate::queue::{LeaseDecision, LeaseProblem, Queue, QueueCounts, ShardSpec, ShardState};
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::files::METRICS_FILE;
@@ -37,6 +39,10 @@ pub fn now_ms() -> u64 {
 /// Positions one shard may claim when nothing tighter is known (its records are not sent
 /// back): far above any real shard, and low enough that no sum of them overflows.
 pub const MAX_SHARD_POSITIONS: u64 = 1 << 32;
+
+/// CPU seconds one shard may claim: a year of one core, far above any real shard (a
+/// claim beyond it is a broken or hostile worker, and would swamp the run's total).
+pub const MAX_SHARD_CPU_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
 #[derive(Clone, Debug)]
 pub struct WorkerInfo {
@@ -85,6 +91,17 @@ pub struct Core {
     interval: Mutex<(f64, u64)>,
     /// Crash points armed by tests (nothing in a build without `fault-injection`).
     faults: Faults,
+    /// The coordinator's CPU seconds before this process (from the checkpoint) ...
+    cpu_base: f64,
+    /// ... and this process's CPU seconds when it opened the run.
+    cpu_at_open: f64,
+    /// Matches queued and Elo measured (`[elo]`; saved in checkpoints).
+    elo: Mutex<EloState>,
+    /// `[elo] openings` as USI lines (empty without `[elo]`).
+    elo_openings: Vec<String>,
+    /// With `[elo]`: the checkpoint at the end of training is written (its match shards,
+    /// if due, are queued). Until then no worker is told the run is finished.
+    end_of_training_checkpointed: AtomicBool,
 }
 
 impl Core {
@@ -135,8 +152,19 @@ impl Core {
         self.queue.lock().unwrap().clone()
     }
 
+    /// The run's totals, the coordinator's CPU time up to now included.
     pub fn totals(&self) -> Totals {
-        self.totals.lock().unwrap().clone()
+        let mut t = self.totals.lock().unwrap().clone();
+        t.coordinator_cpu_seconds = self.coordinator_cpu_seconds();
+        t
+    }
+
+    /// The coordinator processes' CPU seconds: the checkpoint's plus this process's since
+    /// it opened the run.
+    fn coordinator_cpu_seconds(&self) -> f64 {
+        let now = engine_core::cpu_time::process_cpu_seconds();
+        let own = if now.is_finite() && self.cpu_at_open.is_finite() { now - self.cpu_at_open } else { 0.0 };
+        self.cpu_base + own.max(0.0)
     }
 
     /// Newbob's state and the best weights' version.
@@ -255,6 +283,9 @@ impl Core {
             LeaseDecision::Wait => {
                 v1::LeaseReply { state: v1::lease_reply::State::Wait as i32, lease: None, retry_ms: 500 }
             }
+            LeaseDecision::Finished if !self.matches_settled() => {
+                v1::LeaseReply { state: v1::lease_reply::State::Wait as i32, lease: None, retry_ms: 500 }
+            }
             LeaseDecision::Finished => {
                 v1::LeaseReply { state: v1::lease_reply::State::Finished as i32, lease: None, retry_ms: 0 }
             }
@@ -344,7 +375,7 @@ impl Core {
         extra: serde_json::Map<String, serde_json::Value>,
     ) -> Result<(), String> {
         let (loss_sum, used) = std::mem::take(&mut *self.interval.lock().unwrap());
-        let t = self.totals.lock().unwrap().clone();
+        let t = self.totals();
         let generation = self.generation();
         let mut line = serde_json::json!({
             "updates": w.version(),
@@ -357,8 +388,15 @@ impl Core {
             "generation": generation,
             "eta": self.step_sizes(generation).eta,
             "elapsed_s": self.started.elapsed().as_secs_f64(),
+            "cpu_hours": t.training_cpu_seconds() / 3600.0,
+            "match_cpu_hours": t.match_cpu_seconds / 3600.0,
         });
         line.as_object_mut().expect("a JSON object").extend(extra);
+        self.append_metrics_line(&line)
+    }
+
+    /// Appends one JSON line to `metrics.jsonl`.
+    fn append_metrics_line(&self, line: &serde_json::Value) -> Result<(), String> {
         let path = self.run_dir.join(METRICS_FILE);
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -375,9 +413,44 @@ impl Core {
         self.metrics_line_locked(&w)
     }
 
-    /// Every shard is merged or given up (or newbob converged), and the last generation's
-    /// end step is done.
+    /// Every training shard is merged or given up (or newbob converged) and the last
+    /// generation's end step is done; match shards may still be open.
+    pub fn training_done(&self) -> bool {
+        let q = self.queue.lock().unwrap();
+        (q.closed
+            || !q.shards.iter().any(|s| {
+                !s.spec.is_match() && matches!(s.state, ShardState::Pending | ShardState::Leased { .. })
+            }))
+            && !q.generation_due()
+            && !self.generation_checkpoint_pending.load(Ordering::SeqCst)
+    }
+
+    /// Without `[elo]` always; with it, once the checkpoint at the end of training (which
+    /// may queue the last match shards) is written.
+    fn matches_settled(&self) -> bool {
+        self.cfg.elo.is_none() || self.end_of_training_checkpointed.load(Ordering::SeqCst)
+    }
+
+    /// Whether the run loop still has to write the checkpoint at the end of training.
+    pub fn end_of_training_checkpoint_due(&self) -> bool {
+        !self.matches_settled() && self.training_done()
+    }
+
+    /// Writes the checkpoint at the end of training (queueing its match shards if `[elo]`
+    /// makes it due); from then on workers may be told the run is finished.
+    pub fn checkpoint_end_of_training(&self) -> Result<PathBuf, crate::checkpoint::CheckpointError> {
+        let dir = self.checkpoint()?;
+        self.end_of_training_checkpointed.store(true, Ordering::SeqCst);
+        Ok(dir)
+    }
+
+    /// Every shard (match shards too) is merged or given up (or newbob converged), and the
+    /// last generation's end step is done (and, with `[elo]`, the matches of the checkpoint
+    /// at the end of training are queued).
     pub fn finished(&self) -> bool {
+        if !self.matches_settled() {
+            return false;
+        }
         let q = self.queue.lock().unwrap();
         q.finished() && !q.generation_due() && !self.generation_checkpoint_pending.load(Ordering::SeqCst)
     }

@@ -35,6 +35,9 @@ pub struct JournalMeta {
     /// Teacher records stored under `teacher/` for this shard (written before the entry).
     #[serde(default)]
     pub records_kept: u64,
+    /// The worker's CPU time for the shard (`ShardStats.cpu_seconds`).
+    #[serde(default)]
+    pub cpu_seconds: f64,
 }
 
 pub fn dir(run_dir: &Path) -> PathBuf {
@@ -149,6 +152,7 @@ mod tests {
             loss_sum: 6.5,
             entries: 2,
             records_kept: 4,
+            cpu_seconds: 2.5,
         };
         let g = vec![(4, [0.5, -1.0]), (70, [2.0, 0.0])];
         write(d, &meta, &g).unwrap();

@@ -2,12 +2,14 @@
 //! their gradients exactly once with the learner's sparse AdaGrad, checkpoints, and exports.
 //! Data flow: `config` → `specs` → `queue` (shards, leases) → `service` (gRPC) → `core`
 //! (merge: `journal` first, then `weights_state`) → `checkpoint`; `generations` is the
-//! schedule the specs and merges follow; `metrics` serves counters; `legacy` reads what an
-//! older keima wrote.
+//! schedule the specs and merges follow; `elo` and `elo_config` are the match shards that
+//! measure checkpoints; `metrics` serves counters; `legacy` reads what an older keima wrote.
 
 pub mod checkpoint;
 pub mod config;
 pub mod core;
+pub mod elo;
+pub mod elo_config;
 pub mod error;
 pub mod fault;
 pub mod fsutil;

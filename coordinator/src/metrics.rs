@@ -56,6 +56,33 @@ pub fn render(core: &Core) -> String {
         "Teacher records stored under <run_dir>/teacher.",
         s.teacher_records_kept.to_string(),
     );
+    metric(
+        "cpu_seconds_total",
+        "counter",
+        "CPU seconds of training: workers on training shards (merged or stale) and the coordinator.",
+        format!("{}", s.cpu_seconds),
+    );
+    let t = core.totals();
+    metric(
+        "match_cpu_seconds_total",
+        "counter",
+        "CPU seconds of match shards ([elo]), not counted in training.",
+        format!("{}", t.match_cpu_seconds),
+    );
+    if let Some(p) = core.elo_points().last() {
+        let value = |v: Option<f64>| v.map_or("NaN".to_string(), |v| format!("{v}"));
+        let help =
+            "of the newest matched checkpoint against its baseline (95% interval bounds: lower, upper).";
+        metric(
+            "elo_version",
+            "gauge",
+            "Weights version of the newest matched checkpoint.",
+            p.version.to_string(),
+        );
+        metric("elo", "gauge", &format!("Elo {help}"), value(p.elo));
+        metric("elo_lower", "gauge", &format!("Lower Elo bound {help}"), value(p.elo_lower));
+        metric("elo_upper", "gauge", &format!("Upper Elo bound {help}"), value(p.elo_upper));
+    }
     let generation = core.generation();
     metric("generation", "gauge", "The generation being trained (0-based).", generation.to_string());
     metric(

@@ -12,7 +12,16 @@
 //! earlier) are leased. The coordinator opens the next one after the open one's end step
 //! (`core/generation_end.rs`), which is due once all its shards are merged or given up:
 //! the barrier that makes each generation play with the previous one's weights.
+//!
+//! Match shards (`ShardSpec::Match`, queued at checkpoints by `core/matches.rs`) belong to no
+//! generation: they never hold a generation's end back, and the run is finished only when
+//! they are played too. Leasing alternates: while both kinds wait, a match shard follows
+//! each training shard leased (so a worker that just finished a training shard is offered
+//! a match shard, and training goes on at least at half the lease rate); when only one kind
+//! waits, it is leased. In sequential (deterministic) runs the shards go in id order, so a
+//! checkpoint's match shards are played after the training shards queued before them.
 
+use crate::elo::MatchTally;
 use serde::{Deserialize, Serialize};
 
 /// What a shard asks a worker to do (converted to and from the wire by `keima_proto::spec`).
@@ -22,9 +31,22 @@ pub use keima_proto::spec::ShardSpec;
 #[serde(rename_all = "snake_case")]
 pub enum ShardState {
     Pending,
-    Leased { attempt: u32, worker: String, deadline_ms: u64 },
-    Done { merge_seq: u64, positions: u64 },
-    Failed { error: String },
+    Leased {
+        attempt: u32,
+        worker: String,
+        deadline_ms: u64,
+    },
+    Done {
+        merge_seq: u64,
+        positions: u64,
+    },
+    /// A match shard's games, recorded once.
+    Played {
+        result: MatchTally,
+    },
+    Failed {
+        error: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,6 +116,9 @@ pub struct Queue {
     /// Stopped early (newbob converged): nothing more is leased, the run is finished.
     #[serde(default)]
     pub closed: bool,
+    /// The last lease was a match shard's (the alternation above).
+    #[serde(default)]
+    pub last_lease_was_match: bool,
 }
 
 impl Queue {
@@ -112,7 +137,29 @@ impl Queue {
                 generation,
             })
             .collect();
-        Queue { shards, sequential, max_failures: max_failures.max(1), open_generation: 0, closed: false }
+        Queue {
+            shards,
+            sequential,
+            max_failures: max_failures.max(1),
+            open_generation: 0,
+            closed: false,
+            last_lease_was_match: false,
+        }
+    }
+
+    /// Appends match shards (generation 0: they wait for no generation).
+    pub fn add_match_shards(&mut self, specs: Vec<ShardSpec>) {
+        for spec in specs {
+            let id = self.shards.len() as u64;
+            self.shards.push(Shard {
+                id,
+                spec,
+                state: ShardState::Pending,
+                leases: 0,
+                failures: 0,
+                generation: 0,
+            });
+        }
     }
 
     pub fn get(&self, id: u64) -> Option<&Shard> {
@@ -127,9 +174,9 @@ impl Queue {
         self.closed || !self.shards.iter().any(Self::open)
     }
 
-    /// Generations in the queue (the last shard's plus one).
+    /// Generations in the queue (the last training shard's plus one).
     pub fn generations(&self) -> u32 {
-        self.shards.last().map_or(0, |s| s.generation + 1)
+        self.shards.iter().rev().find(|s| !s.spec.is_match()).map_or(0, |s| s.generation + 1)
     }
 
     /// Whether the open generation's end step is due: every one of its shards is merged or
@@ -138,7 +185,7 @@ impl Queue {
         let g = self.open_generation;
         !self.closed
             && g < self.generations()
-            && self.shards.iter().filter(|s| s.generation == g).all(|s| !Self::open(s))
+            && self.shards.iter().filter(|s| s.generation == g && !s.spec.is_match()).all(|s| !Self::open(s))
     }
 
     /// After the open generation's end step: its successor's shards may be leased.
@@ -161,11 +208,21 @@ impl Queue {
             // Only the first open shard, and only when nobody holds it.
             self.shards.iter().position(Self::open).filter(|&i| self.shards[i].state == ShardState::Pending)
         } else {
-            self.shards.iter().position(|s| s.state == ShardState::Pending)
+            let pending = |is_match: bool| {
+                self.shards
+                    .iter()
+                    .position(|s| s.state == ShardState::Pending && s.spec.is_match() == is_match)
+            };
+            let training = pending(false).filter(|&i| self.shards[i].generation <= self.open_generation);
+            match (training, pending(true)) {
+                (Some(t), Some(m)) => Some(if self.last_lease_was_match { t } else { m }),
+                (t, m) => t.or(m),
+            }
         }
         .filter(|&i| self.shards[i].generation <= self.open_generation);
         match candidate {
             Some(i) => {
+                self.last_lease_was_match = self.shards[i].spec.is_match();
                 let s = &mut self.shards[i];
                 s.leases += 1;
                 let deadline_ms = now_ms + lease_ms;
@@ -271,7 +328,9 @@ impl Queue {
     /// What to do with a result for shard `id`, lease `attempt`, pushed by `worker` (the
     /// push arrived at `now_ms`).
     pub fn push_decision(&self, id: u64, attempt: u32, worker: &str, now_ms: u64) -> PushDecision {
-        if let Some(ShardState::Done { .. }) = self.shards.get(id as usize).map(|s| &s.state) {
+        if let Some(ShardState::Done { .. } | ShardState::Played { .. }) =
+            self.shards.get(id as usize).map(|s| &s.state)
+        {
             return PushDecision::Duplicate;
         }
         match self.live_lease(id, attempt, worker, now_ms) {
@@ -293,6 +352,13 @@ impl Queue {
         }
     }
 
+    /// Records a match shard's result.
+    pub fn mark_played(&mut self, id: u64, result: MatchTally) {
+        if let Some(s) = self.shards.get_mut(id as usize) {
+            s.state = ShardState::Played { result };
+        }
+    }
+
     /// After a restart nobody holds a lease any more.
     pub fn release_all_leases(&mut self) {
         for s in &mut self.shards {
@@ -308,7 +374,7 @@ impl Queue {
             match s.state {
                 ShardState::Pending => c.pending += 1,
                 ShardState::Leased { .. } => c.leased += 1,
-                ShardState::Done { .. } => c.done += 1,
+                ShardState::Done { .. } | ShardState::Played { .. } => c.done += 1,
                 ShardState::Failed { .. } => c.failed += 1,
             }
         }

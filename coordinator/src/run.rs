@@ -173,6 +173,15 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
                     tracing::error!("ending the generation failed (tried again shortly): {e}");
                 }
             }
+            if !interrupted && core.end_of_training_checkpoint_due() {
+                // The final checkpoint may be one `[elo]` matches: write it now, so its
+                // match shards are queued and played before the run finishes.
+                let c = core.clone();
+                if let Ok(Err(e)) = tokio::task::spawn_blocking(move || c.checkpoint_end_of_training()).await
+                {
+                    tracing::error!("checkpoint at the end of training failed (tried again shortly): {e}");
+                }
+            }
             if interrupted || core.finished() {
                 break;
             }
@@ -183,6 +192,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         let fin = core.clone();
         let (checkpoint, export) = tokio::task::spawn_blocking(move || -> Result<_, String> {
             if !interrupted {
+                fin.write_due_elo_lines()?;
                 fin.metrics_line()?;
             }
             let ck = fin.checkpoint().map_err(|e| e.to_string())?;

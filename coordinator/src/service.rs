@@ -2,7 +2,7 @@
 //! lengths, layout, sizes, counts, finite values, checksum) and hands the work to `Core`.
 //! Strings from workers are logged escaped (`escape_debug`), so they cannot forge log lines.
 
-use crate::core::{Core, MAX_SHARD_POSITIONS, ReceivedPush, WeightsUpdate, now_ms};
+use crate::core::{Core, MAX_SHARD_CPU_SECONDS, MAX_SHARD_POSITIONS, ReceivedPush, WeightsUpdate, now_ms};
 use crate::error::PushError;
 use engine_core::teacher::PackedSfenValue;
 use keima_proto::sparse::{self, Fnv64};
@@ -204,13 +204,20 @@ impl Service {
             )));
         }
         let stats = trailer.stats.ok_or_else(|| invalid("push trailer without statistics".into()))?;
-        if trailer.checksum != seal::push_checksum(payload, &h, &stats) {
+        if trailer.checksum != seal::push_checksum(payload, &h, &stats, trailer.match_result.as_ref()) {
             return Err(PushError::BadChecksum);
         }
         if !stats.loss_sum.is_finite() || stats.loss_sum < 0.0 || stats.used > stats.positions {
             return Err(invalid(
                 "push statistics are inconsistent (loss not finite, or used > positions)".into(),
             ));
+        }
+        if !stats.cpu_seconds.is_finite() || !(0.0..=MAX_SHARD_CPU_SECONDS).contains(&stats.cpu_seconds) {
+            return Err(invalid(format!(
+                "push statistics: cpu_seconds = {} is not a CPU time a shard can take (finite, 0 to \
+                 {MAX_SHARD_CPU_SECONDS})",
+                stats.cpu_seconds
+            )));
         }
         if stats.positions > MAX_SHARD_POSITIONS {
             return Err(invalid(format!(
@@ -226,6 +233,7 @@ impl Service {
             gradient,
             records,
             stats,
+            result: trailer.match_result,
             wire_bytes: wire,
             received_ms: now_ms(),
         })
@@ -381,5 +389,6 @@ pub fn status_of(core: &Core) -> v1::StatusReply {
         elapsed_s: elapsed,
         server_faults: t.server_faults,
         teacher_records_kept: t.teacher_records_kept,
+        cpu_seconds: t.training_cpu_seconds(),
     }
 }

@@ -153,6 +153,7 @@ fn reach(doc: &Table, data: &[&Data]) -> Reached {
                     ShardSpec::SelfPlay { .. } => (&mut r.selfplay, Some(&mut r.selfplay_shards)),
                     ShardSpec::Records { .. } => (&mut r.records, Some(&mut r.record_shards)),
                     ShardSpec::Teacher { .. } => (&mut r.teacher, None),
+                    ShardSpec::Match { .. } => unreachable!("match shards are queued at checkpoints"),
                 };
                 count.into_iter().for_each(|n| *n += 1);
                 if first.is_none() {
@@ -312,6 +313,14 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         k("newbob", "decay", "0.25", |r| opt(&r.cfg.newbob.map(|n| n.decay))),
         k("newbob", "min_improvement", "0.125", |r| opt(&r.cfg.newbob.map(|n| n.min_improvement))),
         k("newbob", "max_decays", "7", |r| opt(&r.cfg.newbob.map(|n| n.max_decays))),
+        k("elo", "every", "6", |r| opt(&r.cfg.elo.as_ref().map(|e| e.every))),
+        k("elo", "baseline", "\"previous\"", |r| opt(&r.cfg.elo.as_ref().map(|e| e.baseline))),
+        k("elo", "games", "8", |r| opt(&r.cfg.elo.as_ref().map(|e| e.games))),
+        k("elo", "games_per_shard", "4", |r| opt(&r.cfg.elo.as_ref().map(|e| e.games_per_shard))),
+        k("elo", "nodes", "321", |r| opt(&r.cfg.elo.as_ref().map(|e| e.nodes))),
+        k("elo", "max_ply", "99", |r| opt(&r.cfg.elo.as_ref().map(|e| e.max_ply))),
+        k("elo", "openings", "\"probe/elo.sfen\"", |r| opt(&r.cfg.elo.as_ref().map(|e| &e.openings))),
+        k("elo", "seed", "11", |r| opt(&r.cfg.elo.as_ref().map(|e| e.seed))),
         k("coordinator", "listen", "\"127.0.0.1:9\"", |r| v(&r.cfg.coordinator.listen)),
         k("coordinator", "metrics_listen", "\"\"", |r| v(&r.cfg.coordinator.metrics_listen)),
         k("coordinator", "token", "\"probe-token\"", |r| v(&r.cfg.coordinator.token)),

@@ -37,7 +37,7 @@ fn config(run: &Path, learn: &str, schedule: &str) -> TrainConfig {
 
 fn work(gradient: &[(u32, [f32; 2])]) -> Work {
     let stats = v1::ShardStats { positions: 10, used: 8, loss_sum: 4.0, ..Default::default() };
-    Work { gradient: gradient.to_vec(), records: Vec::new(), stats }
+    Work { gradient: gradient.to_vec(), records: Vec::new(), stats, result: None }
 }
 
 /// Leases the next shard and pushes `gradient` for it, computed on the current weights.

@@ -51,6 +51,7 @@ fn work(shard: u64, keep_records: bool) -> Work {
             loss_sum: 1.5 * (shard + 1) as f64,
             ..Default::default()
         },
+        result: None,
     }
 }
 

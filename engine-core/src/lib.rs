@@ -3,6 +3,7 @@
 //! decides where files live: callers pass paths or readers.
 
 pub mod config;
+pub mod cpu_time;
 pub mod eval;
 pub mod fsutil;
 pub mod learn;

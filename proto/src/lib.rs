@@ -16,7 +16,8 @@ pub mod v1 {
 /// Bumped on any incompatible change of the messages, of the sparse layout or of the push
 /// checksum. 2: the push checksum also covers the header and the statistics (`seal`).
 /// 3: a shard's teacher settings are `TeacherSearch` and `SelfPlayGames` (`spec`).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: `ShardStats.cpu_seconds`; match shards (`MatchSpec`, `MatchResult`); both sealed.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Largest gRPC message either side accepts (one chunk plus headers; chunks hold at most
 /// `sparse::ENTRIES_PER_CHUNK` entries, about 1 MiB).

@@ -8,12 +8,18 @@
 //! what a push may change is decided by the coordinator's lease check.
 
 use crate::sparse::Fnv64;
-use crate::v1::{PushHeader, ShardStats};
+use crate::v1::{MatchResult, PushHeader, ShardStats};
 
-/// Finishes `payload` (the hash of the uncompressed blobs) with the header and statistics.
-pub fn push_checksum(payload: Fnv64, header: &PushHeader, stats: &ShardStats) -> u64 {
+/// Finishes `payload` (the hash of the uncompressed blobs) with the header, the statistics
+/// and a match shard's result.
+pub fn push_checksum(
+    payload: Fnv64,
+    header: &PushHeader,
+    stats: &ShardStats,
+    result: Option<&MatchResult>,
+) -> u64 {
     let mut h = payload;
-    h.update(b"keima-push-seal-v2");
+    h.update(b"keima-push-seal-v3");
     h.update(&header.protocol.to_le_bytes());
     h.update(&(header.worker_id.len() as u64).to_le_bytes());
     h.update(header.worker_id.as_bytes());
@@ -35,6 +41,14 @@ pub fn push_checksum(payload: Fnv64, header: &PushHeader, stats: &ShardStats) ->
     h.update(&stats.games.to_le_bytes());
     h.update(&stats.search_nodes.to_le_bytes());
     h.update(&stats.seconds.to_bits().to_le_bytes());
+    h.update(&stats.cpu_seconds.to_bits().to_le_bytes());
+    if let Some(r) = result {
+        h.update(b"match");
+        for n in [r.wins, r.draws, r.losses].iter().chain(&r.pentanomial) {
+            h.update(&n.to_le_bytes());
+        }
+        h.update(&(r.pentanomial.len() as u64).to_le_bytes());
+    }
     h.0
 }
 
@@ -58,8 +72,8 @@ mod tests {
             teacher_records: 0,
         };
         let s = ShardStats { positions: 10, used: 9, loss_sum: 6.5, ..Default::default() };
-        let base = push_checksum(payload, &h, &s);
-        assert_eq!(base, push_checksum(payload, &h.clone(), &s), "deterministic");
+        let base = push_checksum(payload, &h, &s, None);
+        assert_eq!(base, push_checksum(payload, &h.clone(), &s, None), "deterministic");
         let headers = [
             PushHeader { shard_id: 4, ..h.clone() },
             PushHeader { attempt: 2, ..h.clone() },
@@ -69,18 +83,28 @@ mod tests {
             PushHeader { teacher_records: 1, ..h.clone() },
         ];
         for other in headers {
-            assert_ne!(push_checksum(payload, &other, &s), base, "{other:?}");
+            assert_ne!(push_checksum(payload, &other, &s, None), base, "{other:?}");
         }
         let stats = [
             ShardStats { positions: u64::MAX, ..s },
             ShardStats { used: 8, ..s },
             ShardStats { loss_sum: 6.25, ..s },
+            ShardStats { cpu_seconds: 0.5, ..s },
         ];
         for other in stats {
-            assert_ne!(push_checksum(payload, &h, &other), base, "{other:?}");
+            assert_ne!(push_checksum(payload, &h, &other, None), base, "{other:?}");
         }
         let mut other_payload = Fnv64::default();
         other_payload.update(b"gradient bytez");
-        assert_ne!(push_checksum(other_payload, &h, &s), base);
+        assert_ne!(push_checksum(other_payload, &h, &s, None), base);
+        let r = MatchResult { wins: 1, draws: 2, losses: 1, pentanomial: vec![0, 0, 2, 0, 0] };
+        let with_result = push_checksum(payload, &h, &s, Some(&r));
+        assert_ne!(with_result, base);
+        for other in [
+            MatchResult { wins: 2, losses: 0, ..r.clone() },
+            MatchResult { pentanomial: vec![0, 1, 0, 1, 0], ..r.clone() },
+        ] {
+            assert_ne!(push_checksum(payload, &h, &s, Some(&other)), with_result, "{other:?}");
+        }
     }
 }

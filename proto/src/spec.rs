@@ -20,6 +20,24 @@ pub enum ShardSpec {
     Teacher { path: String, start: u64, count: u64 },
     /// Replay game record files and search every position: `GensfenConfig::records`.
     Records { paths: Vec<String>, search: TeacherSearch, unknown_result: UnknownResult },
+    /// Games between checkpoint `version`'s exported weights (`eval_dir`) and a baseline
+    /// (`baseline_dir`, `None`: material only) at `nodes` per move, each of `openings`
+    /// played twice with colours swapped: `engine_core::play::engine_match`.
+    Match {
+        version: u64,
+        eval_dir: String,
+        baseline_dir: Option<String>,
+        nodes: u64,
+        max_ply: u32,
+        openings: Vec<String>,
+    },
+}
+
+impl ShardSpec {
+    /// A match shard (nothing learned from it), not a training shard.
+    pub fn is_match(&self) -> bool {
+        matches!(self, ShardSpec::Match { .. })
+    }
 }
 
 /// Why a lease's work does not read.
@@ -31,6 +49,8 @@ pub enum SpecError {
     UnknownResult(i32),
     #[error("the lease's settings: {0}")]
     Invalid(#[from] ConfigError),
+    #[error("the match shard: {0}")]
+    Match(&'static str),
 }
 
 impl From<ShardSpec> for v1::lease::Kind {
@@ -61,6 +81,16 @@ impl From<ShardSpec> for v1::lease::Kind {
                     UnknownResult::LastMoverWins => v1::UnknownResult::LastMoverWins,
                 } as i32,
             }),
+            ShardSpec::Match { version, eval_dir, baseline_dir, nodes, max_ply, openings } => {
+                Kind::Match(v1::MatchSpec {
+                    version,
+                    eval_dir,
+                    baseline_eval_dir: baseline_dir.unwrap_or_default(),
+                    nodes,
+                    max_ply,
+                    openings,
+                })
+            }
         }
     }
 }
@@ -101,6 +131,22 @@ impl TryFrom<v1::lease::Kind> for ShardSpec {
                     }
                 },
             },
+            Kind::Match(m) => {
+                if m.eval_dir.is_empty() {
+                    return Err(SpecError::Match("no eval directory"));
+                }
+                if m.nodes == 0 || m.max_ply == 0 {
+                    return Err(SpecError::Match("nodes and max_ply must be at least 1"));
+                }
+                ShardSpec::Match {
+                    version: m.version,
+                    eval_dir: m.eval_dir,
+                    baseline_dir: Some(m.baseline_eval_dir).filter(|d| !d.is_empty()),
+                    nodes: m.nodes,
+                    max_ply: m.max_ply,
+                    openings: m.openings,
+                }
+            }
         })
     }
 }
@@ -183,6 +229,22 @@ mod tests {
                 search: TeacherSearch { limit: SearchLimit::Nodes(1500), ..search },
                 unknown_result: UnknownResult::LastMoverWins,
             },
+            ShardSpec::Match {
+                version: 40,
+                eval_dir: "run/elo/v000000000040".into(),
+                baseline_dir: Some("run/elo/v000000000020".into()),
+                nodes: 5000,
+                max_ply: 256,
+                openings: vec!["startpos moves 2g2f".into()],
+            },
+            ShardSpec::Match {
+                version: 20,
+                eval_dir: "run/elo/v000000000020".into(),
+                baseline_dir: None,
+                nodes: 1,
+                max_ply: 1,
+                openings: Vec::new(),
+            },
         ]
     }
 
@@ -207,6 +269,14 @@ mod tests {
         assert!(matches!(ShardSpec::try_from(Kind::Records(r.clone())), Err(SpecError::Invalid(_))));
         r.search.as_mut().unwrap().limit = None;
         assert!(matches!(ShardSpec::try_from(Kind::Records(r)), Err(SpecError::Missing(_))));
+        let Kind::Match(m) = Kind::from(specs().remove(3)) else { unreachable!() };
+        for bad in [
+            v1::MatchSpec { nodes: 0, ..m.clone() },
+            v1::MatchSpec { max_ply: 0, ..m.clone() },
+            v1::MatchSpec { eval_dir: String::new(), ..m },
+        ] {
+            assert!(matches!(ShardSpec::try_from(Kind::Match(bad)), Err(SpecError::Match(_))));
+        }
         let bad = v1::LossSpec { lambda: 1.5, ..Default::default() };
         assert!(matches!(LossConfig::try_from(bad), Err(SpecError::Invalid(_))));
     }

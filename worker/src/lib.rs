@@ -7,6 +7,7 @@
 pub mod connection;
 pub mod error;
 pub mod local_weights;
+pub mod match_job;
 pub mod retry;
 pub mod run;
 pub mod shard_job;

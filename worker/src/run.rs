@@ -161,10 +161,9 @@ fn push_chunks(s: &Session, lease: &v1::Lease, out: &ShardOutput, version: u64) 
         payload.update(part);
         chunks.push(v1::PushChunk { part: Some(Part::Records(sparse::compress(part))) });
     }
-    let checksum = push_checksum(payload, &header, &out.stats);
-    chunks.push(v1::PushChunk {
-        part: Some(Part::Trailer(v1::PushTrailer { stats: Some(out.stats), checksum })),
-    });
+    let checksum = push_checksum(payload, &header, &out.stats, out.result.as_ref());
+    let trailer = v1::PushTrailer { stats: Some(out.stats), checksum, match_result: out.result.clone() };
+    chunks.push(v1::PushChunk { part: Some(Part::Trailer(trailer)) });
     chunks
 }
 

@@ -1,7 +1,9 @@
 //! Running one lease: produce teacher records (self-play with search, replayed game records
 //! searched position by position, or an existing teacher shard) and the summed sparse
-//! gradient of the learner's loss over them, with the weights the lease asked for.
+//! gradient of the learner's loss over them, with the weights the lease asked for; or play
+//! a match shard's games (`match_job.rs`).
 
+use engine_core::cpu_time::process_cpu_seconds;
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient::batch_gradient;
 use engine_core::teacher::gensfen::{self, GensfenConfig, GensfenStats, Opening, run_records, run_selfplay};
@@ -13,11 +15,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// A finished shard: the gradient (sorted by index, distinct), the teacher records (raw
-/// PackedSfenValue bytes, empty unless asked for), and its statistics.
+/// PackedSfenValue bytes, empty unless asked for), its statistics, and a match shard's
+/// result.
 pub struct ShardOutput {
     pub gradient: Vec<(u32, [f32; 2])>,
     pub records: Vec<u8>,
     pub stats: v1::ShardStats,
+    pub result: Option<v1::MatchResult>,
 }
 
 fn to_teacher(psvs: &[PackedSfenValue]) -> Vec<TeacherRecord> {
@@ -49,7 +53,16 @@ pub fn run(
     progress: &AtomicU64,
 ) -> Result<ShardOutput, String> {
     let started = Instant::now();
+    // The worker runs one shard at a time, so the process's CPU time meanwhile is the
+    // shard's (heartbeats add a negligible share).
+    let cpu_started = process_cpu_seconds();
     let (spec, loss) = lease_work(lease).map_err(|e| e.to_string())?;
+    if let ShardSpec::Match { .. } = &spec {
+        let (result, mut stats) = crate::match_job::run(&spec, threads, progress)?;
+        stats.seconds = started.elapsed().as_secs_f64();
+        stats.cpu_seconds = (process_cpu_seconds() - cpu_started).max(0.0);
+        return Ok(ShardOutput { gradient: Vec::new(), records: Vec::new(), stats, result: Some(result) });
+    }
     let mut stats = GensfenStats::default();
     let (records, psvs): (Vec<TeacherRecord>, Vec<PackedSfenValue>) = match &spec {
         ShardSpec::SelfPlay { seed, games, openings, search, play } => {
@@ -108,6 +121,7 @@ pub fn run(
             progress.store(recs.len() as u64, Ordering::Relaxed);
             (recs, Vec::new())
         }
+        ShardSpec::Match { .. } => unreachable!("played above"),
     };
     let pool =
         rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().map_err(|e| e.to_string())?;
@@ -130,6 +144,8 @@ pub fn run(
             games: stats.games,
             search_nodes: stats.nodes,
             seconds: started.elapsed().as_secs_f64(),
+            cpu_seconds: (process_cpu_seconds() - cpu_started).max(0.0),
         },
+        result: None,
     })
 }

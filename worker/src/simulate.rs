@@ -146,13 +146,17 @@ pub fn run_load(
                         loss_sum: 0.69 * claimed as f64,
                         ..Default::default()
                     };
-                    let checksum = push_checksum(payload, &header, &stats);
+                    let checksum = push_checksum(payload, &header, &stats, None);
                     let mut chunks = vec![v1::PushChunk { part: Some(Part::Header(header)) }];
                     chunks.extend(
                         blobs.iter().map(|b| v1::PushChunk { part: Some(Part::Gradient(b.clone())) }),
                     );
                     chunks.push(v1::PushChunk {
-                        part: Some(Part::Trailer(v1::PushTrailer { stats: Some(stats), checksum })),
+                        part: Some(Part::Trailer(v1::PushTrailer {
+                            stats: Some(stats),
+                            checksum,
+                            match_result: None,
+                        })),
                     });
                     let t = Instant::now();
                     let r = c

@@ -6,6 +6,7 @@
 
 use super::CommandResult;
 use super::bench_openings::shared_openings;
+use engine_core::cpu_time::process_cpu_seconds;
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient;
 use engine_core::learn::{LearnConfig, Trainer};
@@ -29,20 +30,6 @@ pub fn memory_status() -> (Option<u64>, Option<u64>) {
             .map(|kb| kb * 1024)
     };
     (field("VmHWM:"), field("VmRSS:"))
-}
-
-/// CPU seconds used by the process so far (user + system, all threads), from
-/// /proc/self/stat (in USER_HZ = 100 ticks a second, the /proc ABI).
-pub fn cpu_seconds() -> f64 {
-    let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which is in parentheses and may hold spaces).
-    let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<i64> = rest.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
-    // `rest` starts at field 3 (the state, skipped); utime and stime are fields 14 and 15.
-    match (f.get(10), f.get(11)) {
-        (Some(u), Some(s)) => (u + s) as f64 / 100.0,
-        _ => f64::NAN,
-    }
 }
 
 /// Self-play teacher data with the material-only evaluation (1,000 nodes a move), written to
@@ -123,15 +110,15 @@ fn measure(
     let first = &records[..batch.min(records.len())];
     let ev: Arc<Evaluator> = trainer.evaluator().clone();
     let loss = cfg.learn.loss;
-    let (t, c) = (Instant::now(), cpu_seconds());
+    let (t, c) = (Instant::now(), process_cpu_seconds());
     let g = pool.install(|| gradient::batch_gradient(&ev, first, &loss, true));
     let gradient_s = t.elapsed().as_secs_f64();
-    let gradient_cpu_s = cpu_seconds() - c;
+    let gradient_cpu_s = process_cpu_seconds() - c;
     let entries = g.entries.len();
     drop((g, ev));
 
     // End to end: every full batch through Trainer::train_batch.
-    let (t, c) = (Instant::now(), cpu_seconds());
+    let (t, c) = (Instant::now(), process_cpu_seconds());
     let mut done = 0usize;
     let mut touched = 0usize;
     let mut batches = 0usize;
@@ -142,7 +129,7 @@ fn measure(
         batches += 1;
     }
     let end_to_end_s = t.elapsed().as_secs_f64();
-    let end_to_end_cpu_s = cpu_seconds() - c;
+    let end_to_end_cpu_s = process_cpu_seconds() - c;
     drop(trainer);
     let _ = std::fs::remove_dir_all(&run_dir);
     Ok(Figures {

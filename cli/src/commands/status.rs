@@ -37,6 +37,7 @@ pub fn run(a: StatusArgs) -> CommandResult {
                 "duplicate_pushes": s.duplicate_pushes, "stale_pushes": s.stale_pushes,
                 "mean_staleness": s.mean_staleness, "finished": s.finished, "elapsed_s": s.elapsed_s,
                 "server_faults": s.server_faults, "teacher_records_kept": s.teacher_records_kept,
+                "cpu_hours": s.cpu_seconds / 3600.0,
             })
         );
         return Ok(ExitCode::SUCCESS);
@@ -68,5 +69,6 @@ pub fn run(a: StatusArgs) -> CommandResult {
         s.server_faults
     );
     println!("records   {} teacher records kept", s.teacher_records_kept);
+    println!("cpu       {:.3} CPU-hours of training", s.cpu_seconds / 3600.0);
     Ok(ExitCode::SUCCESS)
 }

@@ -12,11 +12,13 @@
 //!   ignored and the run goes on;
 //! - TLS with local workers, and `keima status`;
 //! - a schedule of two generations with newbob: the barrier, each generation's limit and
-//!   η, newbob's decision in `metrics.jsonl`.
+//!   η, newbob's decision in `metrics.jsonl`;
+//! - `[elo]`: the last checkpoint matched by match shards, its Elo line in `metrics.jsonl`.
 //!
 //! One test binary: the shared process helpers are here, the tests by concern in the
 //! modules.
 
+mod elo;
 mod faults;
 mod generations;
 mod tls;

@@ -35,11 +35,13 @@ fn push_of(
         teacher_records: 0,
     };
     let stats = v1::ShardStats { positions: 3, used: 3, loss_sum: 2.0, ..Default::default() };
-    let checksum = keima_proto::seal::push_checksum(payload, &header, &stats);
+    let checksum = keima_proto::seal::push_checksum(payload, &header, &stats, None);
     vec![
         v1::PushChunk { part: Some(Part::Header(header)) },
         v1::PushChunk { part: Some(Part::Gradient(gradient_blob)) },
-        v1::PushChunk { part: Some(Part::Trailer(v1::PushTrailer { stats: Some(stats), checksum })) },
+        v1::PushChunk {
+            part: Some(Part::Trailer(v1::PushTrailer { stats: Some(stats), checksum, match_result: None })),
+        },
     ]
 }
 

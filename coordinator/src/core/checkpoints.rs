@@ -17,14 +17,17 @@ impl Core {
             weights_version: w.version(),
             weights_checksum: 0,
             queue: self.queue.lock().unwrap().clone(),
-            totals: self.totals.lock().unwrap().clone(),
+            totals: self.totals(),
             generations: self.generations.lock().unwrap().clone(),
+            elo: self.elo.lock().unwrap().clone(),
             config: self.cfg.clone(),
             created_unix: now_ms() / 1000,
         }
     }
 
     pub(super) fn checkpoint_locked(&self, w: &mut WeightState) -> Result<PathBuf, CheckpointError> {
+        // A checkpoint `[elo]` matches holds its match shards.
+        self.queue_matches_if_due(w)?;
         let version = w.version();
         let name = checkpoint::dir(&self.run_dir, version);
         let mut queue = self.queue.lock().unwrap().clone();

@@ -30,6 +30,8 @@ pub struct ReceivedPush {
     /// Raw PackedSfenValue records (`PackedSfenValue::SIZE` bytes each).
     pub records: Vec<u8>,
     pub stats: v1::ShardStats,
+    /// A match shard's result (`None` for training shards).
+    pub result: Option<v1::MatchResult>,
     pub wire_bytes: u64,
     /// When the upload was complete: the lease must have been live then.
     pub received_ms: u64,
@@ -41,6 +43,8 @@ enum Decision {
     Merge { seq: u64, staleness: u64, factor: f64 },
     /// Answer without merging: a duplicate, or a stale push refused.
     Answer(v1::PushReply),
+    /// A match shard's result from its live lease: record it (`matches.rs`).
+    Match(ShardSpec),
 }
 
 fn unmerged(outcome: Outcome, weights_version: u64) -> v1::PushReply {
@@ -63,6 +67,7 @@ impl Core {
         let (seq, staleness, factor) = match self.decide_merge(&w, &mut p)? {
             Decision::Merge { seq, staleness, factor } => (seq, staleness, factor),
             Decision::Answer(reply) => return Ok(reply),
+            Decision::Match(spec) => return self.record_match(&w, &p, &spec),
         };
         let t_journal = Instant::now();
         let meta = self.journal_merge(seq, factor, &p)?;
@@ -113,6 +118,15 @@ impl Core {
             PushDecision::Merge => {}
         }
         let spec = spec.expect("a leased shard exists");
+        if spec.is_match() {
+            return Ok(Decision::Match(spec));
+        }
+        if p.result.is_some() {
+            return Err(PushError::Invalid(format!(
+                "shard {}: a match result pushed for a training shard",
+                p.shard_id
+            )));
+        }
         self.check_counts(&spec, p)?;
         let version = w.version();
         if p.computed_on > version {
@@ -123,7 +137,7 @@ impl Core {
             // The barrier leaves no lease live across a rollback, so only a worker that
             // computed on older weights than its lease named gets here.
             self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
-            self.totals.lock().unwrap().stale_pushes += 1;
+            self.count_stale(p);
             return Ok(Decision::Answer(unmerged(Outcome::Stale, version)));
         }
         let staleness = version - p.computed_on;
@@ -133,7 +147,7 @@ impl Core {
             match c.stale_policy {
                 StalePolicy::Reject => {
                     self.queue.lock().unwrap().requeue(p.shard_id, p.attempt);
-                    self.totals.lock().unwrap().stale_pushes += 1;
+                    self.count_stale(p);
                     return Ok(Decision::Answer(unmerged(Outcome::Stale, version)));
                 }
                 StalePolicy::Downweight => {
@@ -147,6 +161,14 @@ impl Core {
             }
         }
         Ok(Decision::Merge { seq: version + 1, staleness, factor })
+    }
+
+    /// Counts a push answered stale: its CPU was spent on training, though nothing of it
+    /// is merged (the shard is done again, and that attempt's CPU counts too).
+    fn count_stale(&self, p: &ReceivedPush) {
+        let mut t = self.totals.lock().unwrap();
+        t.stale_pushes += 1;
+        t.train_cpu_seconds += p.stats.cpu_seconds;
     }
 
     /// Checks a push's claimed counts against what its shard can yield.
@@ -212,6 +234,7 @@ impl Core {
             loss_sum: p.stats.loss_sum,
             entries: p.gradient.len() as u64,
             records_kept,
+            cpu_seconds: p.stats.cpu_seconds,
         };
         journal::write(&self.run_dir, &meta, &p.gradient)?;
         self.faults.hit(FaultPoint::MergeJournaled, seq)?;

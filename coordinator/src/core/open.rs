@@ -5,11 +5,12 @@
 use super::{Core, now_ms};
 use crate::checkpoint::{self, CheckpointState, Totals};
 use crate::config::TrainConfig;
+use crate::elo::{self, EloState};
 use crate::fault::Faults;
 use crate::generations::GenerationState;
 use crate::journal;
 use crate::queue::Queue;
-use crate::specs::build_specs;
+use crate::specs::{build_specs, load_openings};
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::checkpoint as ckpt;
@@ -48,13 +49,14 @@ impl Core {
         let (patterns, pattern_file) = pattern_bytes(&cfg)?;
         let file = start_weights(&wpath, &cfg.learn.init, patterns.as_ref())?;
         let queue = Queue::new(specs, cfg.deterministic, cfg.coordinator.max_attempts);
-        let start = (queue, Totals::default(), GenerationState::default());
+        let start = (queue, Totals::default(), GenerationState::default(), EloState::default());
         let core =
             Self::assemble(cfg, file, patterns, pattern_file, start, new_run_id()).inspect_err(|_| {
                 // Leave no half-made run behind: a retry must not be told to resume.
                 let _ = std::fs::remove_file(&wpath);
             })?;
         std::fs::remove_dir_all(journal::dir(&core.run_dir)).ok();
+        std::fs::remove_dir_all(elo::root(&core.run_dir)).ok();
         checkpoint::recover(&core.run_dir).map_err(|e| e.to_string())?;
         // A checkpoint at version 0, so a crash before the first regular checkpoint can
         // resume from it plus the journal (cheap: the weight file is still mostly holes).
@@ -93,11 +95,12 @@ impl Core {
         if unfinished > 0 {
             warnings.push(format!("removed {unfinished} unfinished journal entries (never acknowledged)"));
         }
-        let start = (queue, state.totals.clone(), state.generations.clone());
+        let start = (queue, state.totals.clone(), state.generations.clone(), state.elo.clone());
         let core = Self::assemble(cfg, file, patterns, pattern_file, start, state.run_id)?;
         let replayed = core.replay_journal()?;
+        let results = core.replay_match_results()?;
         warnings.push(format!(
-            "resumed from {} (version {}), replayed {replayed} journal merges",
+            "resumed from {} (version {}), replayed {replayed} journal merges and {results} match results",
             dir.display(),
             state.weights_version
         ));
@@ -115,7 +118,7 @@ impl Core {
         file: WeightFile,
         patterns: Option<PatternSet>,
         pattern_file: Vec<u8>,
-        (queue, totals, generations): (Queue, Totals, GenerationState),
+        (queue, totals, generations, elo): (Queue, Totals, GenerationState, EloState),
         run_id: String,
     ) -> Result<Core, String> {
         if cfg.learn.check_disk_space {
@@ -131,6 +134,17 @@ impl Core {
         };
         let ws = WeightState::new(file, patterns.as_ref(), cfg.coordinator.delta_versions)?;
         let validation = validation::load_records(&cfg.learn.validation)?;
+        let elo_openings = match &cfg.elo {
+            Some(e) => {
+                let lines = load_openings(&e.openings)
+                    .map_err(|err| format!("[elo] openings {}: {err}", e.openings.display()))?;
+                if lines.is_empty() {
+                    return Err(format!("[elo] openings {}: no opening lines", e.openings.display()));
+                }
+                lines
+            }
+            None => Vec::new(),
+        };
         if cfg.newbob.is_some() && validation.is_empty() {
             return Err("[newbob]: the [validation] shard holds no records to compare".into());
         }
@@ -143,7 +157,12 @@ impl Core {
             pattern_file,
             queue: Mutex::new(queue),
             weights: Mutex::new(ws),
+            cpu_base: totals.coordinator_cpu_seconds,
+            cpu_at_open: engine_core::cpu_time::process_cpu_seconds(),
             totals: Mutex::new(totals),
+            elo: Mutex::new(elo),
+            elo_openings,
+            end_of_training_checkpointed: AtomicBool::new(false),
             generations: Mutex::new(generations),
             generation_checkpoint_pending: AtomicBool::new(false),
             workers: Mutex::new(HashMap::new()),

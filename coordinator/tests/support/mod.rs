@@ -27,6 +27,8 @@ pub struct Work {
     pub gradient: Vec<(u32, [f32; 2])>,
     pub records: Vec<u8>,
     pub stats: v1::ShardStats,
+    /// A match shard's result (training shards: `None`).
+    pub result: Option<v1::MatchResult>,
 }
 
 /// The chunks a correct worker sends for `w`.
@@ -50,8 +52,9 @@ pub fn chunks(core: &Core, worker: &str, lease: &v1::Lease, version: u64, w: &Wo
         payload.update(&w.records);
         out.push(v1::PushChunk { part: Some(Part::Records(sparse::compress(&w.records))) });
     }
-    let checksum = push_checksum(payload, &header, &w.stats);
-    out.push(v1::PushChunk { part: Some(Part::Trailer(v1::PushTrailer { stats: Some(w.stats), checksum })) });
+    let checksum = push_checksum(payload, &header, &w.stats, w.result.as_ref());
+    let trailer = v1::PushTrailer { stats: Some(w.stats), checksum, match_result: w.result.clone() };
+    out.push(v1::PushChunk { part: Some(Part::Trailer(trailer)) });
     out
 }
 

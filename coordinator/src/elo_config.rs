@@ -1,0 +1,162 @@
+//! `[elo]`: Elo tracked by the cluster. For every checkpoint whose version is a multiple of
+//! `every`, the coordinator exports the weights and queues match shards of
+//! `games_per_shard` games (game pairs: each opening twice, colours swapped) against the
+//! baseline, `games` in all, at `nodes` per move; openings are drawn from `openings` with
+//! `seed` and the checkpoint's version. Without the table nothing of this happens.
+
+use engine_core::config::ConfigError;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What a checkpoint plays against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// Material-only evaluation.
+    Material,
+    /// The previous matched checkpoint (material for the first).
+    Previous,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EloSection {
+    /// Match checkpoints whose version is a multiple of this (only versions a checkpoint is
+    /// written at: make it a multiple of `[coordinator] checkpoint_every`; the final
+    /// checkpoint counts too).
+    pub every: u64,
+    pub baseline: Baseline,
+    /// Games per matched checkpoint (even).
+    pub games: u32,
+    /// Games per match shard (even: whole game pairs).
+    pub games_per_shard: u32,
+    /// Nodes per move, both sides (one search thread: reproducible).
+    pub nodes: u64,
+    /// A game reaching this many moves is a draw.
+    pub max_ply: u32,
+    /// USI opening lines, one per line (required).
+    pub openings: PathBuf,
+    pub seed: u64,
+}
+
+impl Default for EloSection {
+    fn default() -> Self {
+        EloSection {
+            every: 100,
+            baseline: Baseline::Material,
+            games: 400,
+            games_per_shard: 20,
+            nodes: 5000,
+            max_ply: 320,
+            openings: PathBuf::new(),
+            seed: 7,
+        }
+    }
+}
+
+impl EloSection {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("[elo] every", self.every),
+            ("[elo] games", u64::from(self.games)),
+            ("[elo] games_per_shard", u64::from(self.games_per_shard)),
+            ("[elo] nodes", self.nodes),
+            ("[elo] max_ply", u64::from(self.max_ply)),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(ConfigError::invalid(key, "must be at least 1"));
+            }
+        }
+        for (key, value) in [("[elo] games", self.games), ("[elo] games_per_shard", self.games_per_shard)] {
+            if value % 2 != 0 {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("{value} is odd: games are played in pairs (each opening with colours swapped)"),
+                ));
+            }
+        }
+        if self.openings.as_os_str().is_empty() {
+            return Err(ConfigError::invalid("[elo] openings", "required: a file of USI opening lines"));
+        }
+        Ok(())
+    }
+
+    /// Whether checkpoint `version` is matched.
+    pub fn due(&self, version: u64) -> bool {
+        version > 0 && version.is_multiple_of(self.every)
+    }
+
+    /// The games of each match shard of one checkpoint.
+    pub fn shard_games(&self) -> Vec<u32> {
+        let mut left = self.games;
+        let mut out = Vec::new();
+        while left > 0 {
+            let n = left.min(self.games_per_shard);
+            out.push(n);
+            left -= n;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::TrainConfig;
+    use crate::elo_config::Baseline;
+    use engine_core::config::ConfigError;
+
+    const BASE: &str = "[selfplay]\nshards = 4\n";
+
+    fn parse(elo: &str) -> Result<TrainConfig, ConfigError> {
+        TrainConfig::from_toml(&format!("{BASE}[elo]\nopenings = \"o.sfen\"\n{elo}"))
+    }
+
+    #[test]
+    fn an_elo_table_parses_with_its_defaults_and_every_key() {
+        let c = parse("").unwrap().elo.unwrap();
+        assert_eq!((c.every, c.games, c.games_per_shard, c.nodes), (100, 400, 20, 5000));
+        assert_eq!(c.baseline, Baseline::Material);
+        let c = parse(
+            "every = 40\nbaseline = \"previous\"\ngames = 10\ngames_per_shard = 4\nnodes = 300\nmax_ply = 90\nseed = 5\n",
+        )
+        .unwrap()
+        .elo
+        .unwrap();
+        assert_eq!((c.every, c.baseline, c.games, c.games_per_shard), (40, Baseline::Previous, 10, 4));
+        assert_eq!((c.nodes, c.max_ply, c.seed), (300, 90, 5));
+        assert_eq!(c.shard_games(), vec![4, 4, 2], "the last shard holds the games left");
+        assert!(c.due(80) && !c.due(0) && !c.due(60));
+        assert_eq!(TrainConfig::from_toml(BASE).unwrap().elo, None, "no [elo]: no matches");
+    }
+
+    #[test]
+    fn bad_elo_keys_are_refused_by_name() {
+        for (text, key) in [
+            ("games_per_shard = 3\n", "[elo] games_per_shard"),
+            ("games = 7\n", "[elo] games"),
+            ("every = 0\n", "[elo] every"),
+            ("nodes = 0\n", "[elo] nodes"),
+            ("max_ply = 0\n", "[elo] max_ply"),
+        ] {
+            match parse(text) {
+                Err(ConfigError::Invalid { key: k, problem }) => {
+                    assert_eq!(k, key, "{text}");
+                    if text.contains("3\n") {
+                        assert!(problem.contains("odd"), "{problem}");
+                    }
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let no_openings = TrainConfig::from_toml(&format!("{BASE}[elo]\nevery = 2\n"));
+        assert!(
+            matches!(no_openings, Err(ConfigError::Invalid { ref key, .. }) if key == "[elo] openings"),
+            "{no_openings:?}"
+        );
+        for (text, unknown) in [("evry = 2\n", "evry"), ("baseline = \"best\"\n", "best")] {
+            let e = parse(text).unwrap_err();
+            assert!(matches!(e, ConfigError::Toml(_)) && e.to_string().contains(unknown), "{e}");
+        }
+    }
+}
