@@ -484,12 +484,26 @@ fn an_unknown_key_is_refused_by_name_in_every_table() {
 #[test]
 fn shipped_train_recipes_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
-    for (name, selfplay_limit) in
-        [("quickstart.toml", SearchLimit::Nodes(1500)), ("strength-1h.toml", SearchLimit::Depth(6))]
-    {
+    // Each recipe's teacher limit per generation (one entry without a schedule).
+    let recipes = [
+        ("quickstart.toml", vec![SearchLimit::Nodes(1500)]),
+        ("strength-1h.toml", vec![SearchLimit::Depth(6)]),
+        ("cluster-1000h.toml", vec![SearchLimit::Depth(6), SearchLimit::Depth(8), SearchLimit::Depth(10)]),
+    ];
+    for (name, limits) in recipes {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
         let cfg = TrainConfig::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         let selfplay = cfg.selfplay.as_ref().unwrap_or_else(|| panic!("{name}: no [selfplay]"));
-        assert_eq!(selfplay.search.limit, selfplay_limit, "{name}");
+        assert_eq!(selfplay.search.limit, limits[0], "{name}");
+        if limits.len() > 1 {
+            assert_eq!(cfg.generation.len(), limits.len(), "{name}: generations");
+            for (g, (generation, limit)) in cfg.generation.iter().zip(&limits).enumerate() {
+                assert_eq!(
+                    generation.limit.unwrap_or(selfplay.search.limit),
+                    *limit,
+                    "{name}: generation {g}"
+                );
+            }
+        }
     }
 }
