@@ -2,7 +2,8 @@
 //! search (or reads them), computes the learner's sparse gradient, and pushes it back.
 //! Data flow: `connection` (address, TLS, token) → `run` (the loop, with `retry`'s one way
 //! of retrying a call) → `local_weights` (the synced evaluator) → `shard_job` (teacher →
-//! gradient, all in engine-core). `status_client` is `keima status`'s one call.
+//! gradient, all in engine-core). `status_client` is `keima status`'s one call; `usi` plays games between USI engine
+//! processes (`keima match`, and match shards against an external engine).
 
 pub mod connection;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod run;
 pub mod shard_job;
 pub mod simulate;
 pub mod status_client;
+pub mod usi;
 
 pub use connection::Connection;
 pub use error::WorkerError;

@@ -1,0 +1,7 @@
+//! Games between USI engine processes: `client` drives one process over pipes, `limit` is
+//! what bounds a move, `game` plays one game under the rules and the clock. `keima match`
+//! and the worker's match shards against an external engine both play through here.
+
+pub mod client;
+pub mod game;
+pub mod limit;
