@@ -388,6 +388,7 @@ fn fault6_register_fields_cannot_forge_log_lines() {
         worker_name: name.into(),
         threads: 1,
         version: version.into(),
+        usi_engines: Vec::new(),
     };
     tracing::subscriber::with_default(subscriber, || {
         rt().block_on(async {
