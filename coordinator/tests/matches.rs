@@ -56,6 +56,17 @@ fn played(wins: u32, draws: u32, losses: u32, cell: usize, cpu_seconds: f64) -> 
     }
 }
 
+/// Leases and merges the two training shards (by `workers`): version 2, whose checkpoint
+/// queues the match shards.
+async fn merge_two_training_shards(svc: &Service, workers: [&str; 2]) {
+    let core = &svc.core;
+    for w in workers {
+        let l = lease(core, w);
+        let r = push(svc, chunks(core, w, &l, core.weights_version(), &training(1.0))).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Merged as i32);
+    }
+}
+
 fn elo_lines(run_dir: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(run_dir.join("metrics.jsonl")).unwrap_or_default();
     text.lines()
@@ -78,13 +89,7 @@ fn match_results_count_once_across_duplicates_lost_leases_and_a_crash() {
     let svc = Service { core: Arc::new(Core::create(config(&run, &openings)).unwrap()) };
     let core = svc.core.clone();
     let (a, b) = (core.register("a", 1), core.register("b", 1));
-    rt.block_on(async {
-        for w in [&a, &b] {
-            let l = lease(&core, w);
-            let r = push(&svc, chunks(&core, w, &l, core.weights_version(), &training(1.0))).await.unwrap();
-            assert_eq!(r.outcome, Outcome::Merged as i32);
-        }
-    });
+    rt.block_on(merge_two_training_shards(&svc, [&a, &b]));
     // Version 2's checkpoint queued two match shards of one game pair each, exported first.
     let q = core.queue_snapshot();
     assert_eq!(q.shards.len(), 4);
@@ -202,13 +207,7 @@ fn usi_match_shards_go_only_to_workers_that_declared_the_engine() {
         let with_gps = svc.register(Request::new(register("gps", &["gps"]))).await.unwrap().into_inner();
         (plain.worker_id, with_gps.worker_id)
     });
-    rt.block_on(async {
-        for w in [&plain, &plain] {
-            let l = lease(&core, w);
-            let r = push(&svc, chunks(&core, w, &l, core.weights_version(), &training(1.0))).await.unwrap();
-            assert_eq!(r.outcome, Outcome::Merged as i32);
-        }
-    });
+    rt.block_on(merge_two_training_shards(&svc, [&plain, &plain]));
     // Version 2's two match shards wait for a worker with the engine: never the plain one.
     let q = core.queue_snapshot();
     assert_eq!(q.shards.len(), 4);
