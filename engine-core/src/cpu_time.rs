@@ -47,4 +47,17 @@ mod tests {
         let cores = std::thread::available_parallelism().map_or(64, |n| n.get()) as f64;
         assert!(used <= (wall + 0.1) * cores, "{used} CPU seconds in {wall} s");
     }
+
+    #[test]
+    fn an_ended_childs_cpu_time_is_counted_once_reaped() {
+        let before = reaped_children_cpu_seconds();
+        // A child that spins for about 0.2 s of wall time, then is waited for.
+        let status = std::process::Command::new("sh")
+            .args(["-c", "end=$(($(date +%s%N) + 200000000)); while [ $(date +%s%N) -lt $end ]; do :; done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let used = reaped_children_cpu_seconds() - before;
+        assert!(used > 0.0, "{used}");
+    }
 }

@@ -187,4 +187,21 @@ mod tests {
                 .contains("not a match shard against")
         );
     }
+
+    #[test]
+    fn a_lease_naming_a_bad_engine_is_refused_before_anything_runs() {
+        use engine_core::eval::Evaluator;
+        let declared =
+            [UsiEngine { name: "gps".into(), argv: vec!["/nonexistent/gpsusi".into()], options: Vec::new() }];
+        let mut lease = v1::Lease {
+            kind: Some(spec("gps").into()),
+            loss: Some(engine_core::learn::config::LossConfig::default().into()),
+            ..Default::default()
+        };
+        let Some(v1::lease::Kind::Match(m)) = &mut lease.kind else { unreachable!() };
+        m.usi.as_mut().unwrap().engine = "/usr/games/gpsusi".into();
+        let ev = std::sync::Arc::new(Evaluator::material_only());
+        let e = crate::shard_job::run(&lease, &ev, &declared, 1, &AtomicU64::new(0)).err().unwrap();
+        assert!(e.contains("only ASCII letters"), "{e}");
+    }
 }
