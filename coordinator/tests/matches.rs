@@ -12,7 +12,7 @@ use keima_coordinator::service::Service;
 use keima_proto::v1::{self, push_reply::Outcome};
 use std::path::Path;
 use std::sync::Arc;
-use support::{Work, chunks, lease, push, rt, tmp};
+use support::{Captured, Work, chunks, lease, push, rt, tmp};
 use tonic::{Code, Request};
 use v1::coordinator_server::Coordinator;
 
@@ -197,15 +197,13 @@ fn usi_match_shards_go_only_to_workers_that_declared_the_engine() {
         version: "t".into(),
         usi_engines: engines.iter().map(|e| e.to_string()).collect(),
     };
-    let (plain, with_gps) = rt.block_on(async {
+    let plain = rt.block_on(async {
         // Names are checked at registration: no command line, no odd characters.
         for bad in [&["/usr/games/gpsusi"][..], &["gps shogi"], &[""], &["x"; 17]] {
             let e = svc.register(Request::new(register("w", bad))).await.unwrap_err();
             assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}: {e:?}");
         }
-        let plain = svc.register(Request::new(register("plain", &["fairy"]))).await.unwrap().into_inner();
-        let with_gps = svc.register(Request::new(register("gps", &["gps"]))).await.unwrap().into_inner();
-        (plain.worker_id, with_gps.worker_id)
+        svc.register(Request::new(register("plain", &["fairy"]))).await.unwrap().into_inner().worker_id
     });
     rt.block_on(merge_two_training_shards(&svc, [&plain, &plain]));
     // Version 2's two match shards wait for a worker with the engine: never the plain one.
@@ -214,9 +212,23 @@ fn usi_match_shards_go_only_to_workers_that_declared_the_engine() {
     for s in &q.shards[2..] {
         assert_eq!(s.spec.usi_engine(), Some("gps"));
     }
-    for _ in 0..3 {
-        assert_eq!(core.lease(&plain).state, v1::lease_reply::State::Wait as i32);
-    }
+    // No registered worker has it: the coordinator says so, once.
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..3 {
+            assert_eq!(core.lease(&plain).state, v1::lease_reply::State::Wait as i32);
+        }
+    });
+    let logged = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        logged.matches("wait for the USI engine \"gps\", which no registered worker").count(),
+        1,
+        "{logged}"
+    );
+    let with_gps =
+        rt.block_on(svc.register(Request::new(register("gps", &["gps"])))).unwrap().into_inner().worker_id;
     let l = lease(&core, &with_gps);
     assert_eq!(l.shard_id, 2);
     let Some(v1::lease::Kind::Match(m)) = &l.kind else { panic!("{l:?}") };
