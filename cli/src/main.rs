@@ -2,7 +2,6 @@
 //! command line and reports errors.
 
 mod commands;
-mod usi_client;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -12,10 +12,12 @@
 //! `configs/full-scale.toml` documents every key.
 
 use crate::elo_config::EloSection;
+use crate::usi_engines_config::UsiEngineConfig;
 use engine_core::config::ConfigError;
 use engine_core::learn::config::{LearnSettings, NewbobConfig};
 use engine_core::teacher::config::{SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -247,11 +249,13 @@ impl Default for CoordinatorSection {
 pub struct LocalWorkersSection {
     pub count: u32,
     pub threads: u32,
+    /// External USI engines the local workers declare (`[elo] baseline = { usi = NAME }`).
+    pub usi_engines: BTreeMap<String, UsiEngineConfig>,
 }
 
 impl Default for LocalWorkersSection {
     fn default() -> Self {
-        LocalWorkersSection { count: 2, threads: 1 }
+        LocalWorkersSection { count: 2, threads: 1, usi_engines: BTreeMap::new() }
     }
 }
 
@@ -294,6 +298,7 @@ impl TrainConfig {
         if let Some(e) = &self.elo {
             e.check()?;
         }
+        crate::usi_engines_config::check(&self.local_workers.usi_engines)?;
         let c = &self.coordinator;
         if c.tls_cert.is_some() != c.tls_key.is_some() {
             return Err(ConfigError::invalid("[coordinator] tls_cert, tls_key", "give both or neither"));

@@ -25,7 +25,7 @@ use engine_core::learn::files::METRICS_FILE;
 use engine_core::learn::validation::{self, ValidationMetrics};
 use engine_core::teacher::TeacherRecord;
 use keima_proto::v1;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -49,6 +49,8 @@ pub struct WorkerInfo {
     pub name: String,
     pub threads: u32,
     pub last_seen_ms: u64,
+    /// The external USI engines it declared (checked names).
+    pub usi_engines: Vec<String>,
 }
 
 /// What a worker pulls: the current weights as a delta since the version it has, or
@@ -75,6 +77,8 @@ pub struct Core {
     /// (nothing of the next generation is computed before its start is durable).
     generation_checkpoint_pending: AtomicBool,
     workers: Mutex<HashMap<String, WorkerInfo>>,
+    /// External USI engines already logged as declared by no worker (logged once each).
+    usi_engines_warned: Mutex<BTreeSet<String>>,
     /// The weights' version, readable without waiting for a merge.
     version: AtomicU64,
     started: Instant,
@@ -224,15 +228,40 @@ impl Core {
     }
 
     pub fn register(&self, name: &str, threads: u32) -> String {
+        self.register_with_engines(name, threads, Vec::new())
+    }
+
+    /// Registers a worker that has the external USI engines `usi_engines` (names already
+    /// checked by the caller: `keima_proto::usi_engine_name`).
+    pub fn register_with_engines(&self, name: &str, threads: u32, usi_engines: Vec<String>) -> String {
         let n = self.next_worker.fetch_add(1, Ordering::SeqCst);
         let clean: String =
             name.chars().filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c)).take(64).collect();
         let id = format!("w{n}-{clean}");
-        self.workers
-            .lock()
-            .unwrap()
-            .insert(id.clone(), WorkerInfo { name: name.to_string(), threads, last_seen_ms: now_ms() });
+        let info = WorkerInfo { name: name.to_string(), threads, last_seen_ms: now_ms(), usi_engines };
+        self.workers.lock().unwrap().insert(id.clone(), info);
         id
+    }
+
+    /// Logs, once per engine, that match shards wait for an external USI engine no
+    /// registered worker has.
+    fn warn_of_missing_usi_engines(&self, q: &Queue) {
+        let waited = q.usi_engines_waited_for();
+        if waited.is_empty() {
+            return;
+        }
+        let workers = self.workers.lock().unwrap();
+        let mut warned = self.usi_engines_warned.lock().unwrap();
+        for engine in waited {
+            let someone_has = workers.values().any(|w| w.usi_engines.iter().any(|e| e == engine));
+            if !someone_has && warned.insert(engine.to_string()) {
+                tracing::warn!(
+                    engine,
+                    "match shards wait for the USI engine {engine:?}, which no registered worker declared \
+                     (keima worker --usi-engine {engine}=COMMAND, or [local_workers.usi_engines.{engine}])"
+                );
+            }
+        }
     }
 
     /// Marks a worker as seen; false if the id is unknown (not registered with this run).
@@ -268,8 +297,11 @@ impl Core {
                 retry_ms: 1000,
             };
         }
+        let engines =
+            self.workers.lock().unwrap().get(worker_id).map(|w| w.usi_engines.clone()).unwrap_or_default();
         let mut q = self.queue.lock().unwrap();
-        match q.lease(worker_id, now_ms(), self.lease_ms()) {
+        self.warn_of_missing_usi_engines(&q);
+        match q.lease(worker_id, &engines, now_ms(), self.lease_ms()) {
             LeaseDecision::Leased { shard, attempt, deadline_ms } => {
                 let s = q.get(shard).expect("leased shard exists");
                 let (spec, generation) = (s.spec.clone(), s.generation);

@@ -21,6 +21,11 @@ pub struct MatchTally {
     /// Game pairs scoring 0, ½, 1, 1½, 2 points.
     pub pentanomial: [u32; 5],
     pub cpu_seconds: f64,
+    /// Games the tested side, and the baseline, lost on time (USI baselines; 0 in-process).
+    #[serde(default)]
+    pub time_losses: u32,
+    #[serde(default)]
+    pub baseline_time_losses: u32,
 }
 
 impl MatchTally {
@@ -41,7 +46,20 @@ impl MatchTally {
         if half_points != 2 * u64::from(r.wins) + u64::from(r.draws) {
             return Err("the pentanomial counts and W/D/L score different points".into());
         }
-        Ok(MatchTally { wins: r.wins, draws: r.draws, losses: r.losses, pentanomial, cpu_seconds })
+        if u64::from(r.time_losses) > u64::from(r.losses)
+            || u64::from(r.baseline_time_losses) > u64::from(r.wins)
+        {
+            return Err("more time losses than games lost".into());
+        }
+        Ok(MatchTally {
+            wins: r.wins,
+            draws: r.draws,
+            losses: r.losses,
+            pentanomial,
+            cpu_seconds,
+            time_losses: r.time_losses,
+            baseline_time_losses: r.baseline_time_losses,
+        })
     }
 
     pub fn add(&mut self, o: &MatchTally) {
@@ -52,6 +70,8 @@ impl MatchTally {
             *a += b;
         }
         self.cpu_seconds += o.cpu_seconds;
+        self.time_losses += o.time_losses;
+        self.baseline_time_losses += o.baseline_time_losses;
     }
 
     pub fn stats(&self) -> MatchStats {
@@ -66,7 +86,8 @@ impl MatchTally {
 /// A checkpoint whose match shards are queued and not all in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingMatch {
-    /// "material", or the version of the previous matched checkpoint ("v<version>").
+    /// "material", the version of the previous matched checkpoint ("v<version>"), or an
+    /// external USI engine ("usi:<name>").
     pub baseline: String,
     /// Training CPU hours when the checkpoint was written.
     pub cpu_hours: f64,
@@ -89,6 +110,11 @@ pub struct EloPoint {
     pub elo_upper: Option<f64>,
     pub cpu_hours: f64,
     pub match_cpu_hours: f64,
+    /// Games the tested side, and the baseline, lost on time (a USI baseline's clock).
+    #[serde(default)]
+    pub time_losses: u32,
+    #[serde(default)]
+    pub baseline_time_losses: u32,
 }
 
 impl EloPoint {
@@ -108,6 +134,8 @@ impl EloPoint {
             elo_upper: e.and_then(|e| finite(e.upper)),
             cpu_hours: pending.cpu_hours,
             match_cpu_hours: t.cpu_seconds / 3600.0,
+            time_losses: t.time_losses,
+            baseline_time_losses: t.baseline_time_losses,
         }
     }
 }
@@ -179,18 +207,27 @@ mod tests {
     use super::*;
 
     fn wire(wins: u32, draws: u32, losses: u32, pentanomial: Vec<u32>) -> v1::MatchResult {
-        v1::MatchResult { wins, draws, losses, pentanomial }
+        v1::MatchResult { wins, draws, losses, pentanomial, time_losses: 0, baseline_time_losses: 0 }
     }
 
     #[test]
     fn a_result_must_fit_its_shard() {
         let ok = MatchTally::from_wire(&wire(2, 1, 1, vec![0, 0, 1, 1, 0]), 2, 3.0).unwrap();
         assert_eq!((ok.wins, ok.draws, ok.losses, ok.pentanomial), (2, 1, 1, [0, 0, 1, 1, 0]));
+        let timed =
+            v1::MatchResult { time_losses: 1, baseline_time_losses: 2, ..wire(2, 1, 1, vec![0, 0, 1, 1, 0]) };
+        let t = MatchTally::from_wire(&timed, 2, 0.0).unwrap();
+        assert_eq!((t.time_losses, t.baseline_time_losses), (1, 2));
         for (bad, why) in [
             (wire(2, 1, 0, vec![0, 0, 1, 1, 0]), "3 games"),
             (wire(2, 1, 1, vec![0, 0, 1, 1]), "5 pentanomial cells"),
             (wire(2, 1, 1, vec![0, 0, 2, 1, 0]), "game pairs"),
             (wire(2, 1, 1, vec![0, 1, 0, 1, 0]), "different points"),
+            (v1::MatchResult { time_losses: 2, ..wire(2, 1, 1, vec![0, 0, 1, 1, 0]) }, "time losses"),
+            (
+                v1::MatchResult { baseline_time_losses: 3, ..wire(2, 1, 1, vec![0, 0, 1, 1, 0]) },
+                "time losses",
+            ),
         ] {
             let e = MatchTally::from_wire(&bad, 2, 0.0).unwrap_err();
             assert!(e.contains(why), "{e}");
@@ -200,8 +237,15 @@ mod tests {
     #[test]
     fn the_elo_point_of_a_known_result() {
         // W6 D2 L2: s = 0.7, +147.2 [-33.4, +504.0] (play::match_stats' known answer).
-        let t =
-            MatchTally { wins: 6, draws: 2, losses: 2, pentanomial: [0, 1, 1, 1, 2], cpu_seconds: 7200.0 };
+        let t = MatchTally {
+            wins: 6,
+            draws: 2,
+            losses: 2,
+            pentanomial: [0, 1, 1, 1, 2],
+            cpu_seconds: 7200.0,
+            time_losses: 1,
+            baseline_time_losses: 0,
+        };
         let pending = PendingMatch { baseline: "material".into(), cpu_hours: 1.5 };
         let p = EloPoint::new(40, &pending, &t);
         assert_eq!((p.version, p.games, p.wins, p.draws, p.losses), (40, 10, 6, 2, 2));
@@ -210,6 +254,7 @@ mod tests {
         assert!(close(p.elo_lower, -33.399_350_001_688_85), "{:?}", p.elo_lower);
         assert!(close(p.elo_upper, 504.033_292_244_989_87), "{:?}", p.elo_upper);
         assert_eq!((p.cpu_hours, p.match_cpu_hours), (1.5, 2.0));
+        assert_eq!((p.time_losses, p.baseline_time_losses), (1, 0));
         // All won: infinite, written as null.
         let all = MatchTally { wins: 4, pentanomial: [0, 0, 0, 0, 2], ..MatchTally::default() };
         let p = EloPoint::new(41, &pending, &all);

@@ -3,19 +3,34 @@
 //! `games_per_shard` games (game pairs: each opening twice, colours swapped) against the
 //! baseline, `games` in all, at `nodes` per move; openings are drawn from `openings` with
 //! `seed` and the checkpoint's version. Without the table nothing of this happens.
+//!
+//! `baseline = { usi = "NAME" }` plays an external USI engine that workers declare under
+//! NAME (`keima worker --usi-engine NAME=COMMAND`, or `[local_workers.usi_engines.NAME]`):
+//! both sides then play as USI processes under a clock (`byoyomi_ms`, and/or `time_ms` +
+//! `increment_ms`, one of them required), not at `nodes`.
 
 use engine_core::config::ConfigError;
+use keima_proto::spec::MAX_CLOCK_MS;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What a checkpoint plays against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Baseline {
     /// Material-only evaluation.
     Material,
     /// The previous matched checkpoint (material for the first).
     Previous,
+    /// An external USI engine, by the name workers declare it under.
+    Usi(String),
+}
+
+impl Baseline {
+    /// How the Elo line names it (`material`, `usi:gps`; `previous` names a version).
+    pub fn usi_label(name: &str) -> String {
+        format!("usi:{name}")
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,8 +45,16 @@ pub struct EloSection {
     pub games: u32,
     /// Games per match shard (even: whole game pairs).
     pub games_per_shard: u32,
-    /// Nodes per move, both sides (one search thread: reproducible).
+    /// Nodes per move, both sides (one search thread: reproducible). Not used against a
+    /// USI baseline.
     pub nodes: u64,
+    /// Against a USI baseline: byoyomi per move, ms (GPS Shogi budgets whole seconds:
+    /// give it at least 1000).
+    pub byoyomi_ms: u64,
+    /// Against a USI baseline: main time per side and game, ms.
+    pub time_ms: u64,
+    /// Against a USI baseline: increment per move, ms.
+    pub increment_ms: u64,
     /// A game reaching this many moves is a draw.
     pub max_ply: u32,
     /// USI opening lines, one per line (required).
@@ -47,6 +70,9 @@ impl Default for EloSection {
             games: 400,
             games_per_shard: 20,
             nodes: 5000,
+            byoyomi_ms: 0,
+            time_ms: 0,
+            increment_ms: 0,
             max_ply: 320,
             openings: PathBuf::new(),
             seed: 7,
@@ -74,6 +100,39 @@ impl EloSection {
                     key,
                     format!("{value} is odd: games are played in pairs (each opening with colours swapped)"),
                 ));
+            }
+        }
+        let clock = [self.byoyomi_ms, self.time_ms, self.increment_ms];
+        match &self.baseline {
+            Baseline::Usi(name) => {
+                keima_proto::usi_engine_name::check(name)
+                    .map_err(|e| ConfigError::invalid("[elo] baseline", e.to_string()))?;
+                if clock.iter().all(|&ms| ms == 0) {
+                    return Err(ConfigError::invalid(
+                        "[elo] byoyomi_ms",
+                        "required with a USI baseline (or time_ms / increment_ms): an external engine \
+                         cannot be held to a node budget; e.g. byoyomi_ms = 1000 (GPS Shogi needs at \
+                         least 1000: it budgets whole seconds)",
+                    ));
+                }
+                for (key, ms) in [
+                    ("[elo] byoyomi_ms", self.byoyomi_ms),
+                    ("[elo] time_ms", self.time_ms),
+                    ("[elo] increment_ms", self.increment_ms),
+                ] {
+                    if ms > MAX_CLOCK_MS {
+                        return Err(ConfigError::invalid(key, format!("{ms} is over an hour")));
+                    }
+                }
+            }
+            Baseline::Material | Baseline::Previous => {
+                if clock.iter().any(|&ms| ms > 0) {
+                    return Err(ConfigError::invalid(
+                        "[elo] byoyomi_ms",
+                        "byoyomi_ms, time_ms and increment_ms apply only to a USI baseline \
+                         (baseline = { usi = \"NAME\" }); Keima's in-process matches play at `nodes`",
+                    ));
+                }
             }
         }
         if self.openings.as_os_str().is_empty() {
@@ -123,11 +182,18 @@ mod tests {
         .unwrap()
         .elo
         .unwrap();
-        assert_eq!((c.every, c.baseline, c.games, c.games_per_shard), (40, Baseline::Previous, 10, 4));
+        assert_eq!((c.every, &c.baseline, c.games, c.games_per_shard), (40, &Baseline::Previous, 10, 4));
         assert_eq!((c.nodes, c.max_ply, c.seed), (300, 90, 5));
         assert_eq!(c.shard_games(), vec![4, 4, 2], "the last shard holds the games left");
         assert!(c.due(80) && !c.due(0) && !c.due(60));
         assert_eq!(TrainConfig::from_toml(BASE).unwrap().elo, None, "no [elo]: no matches");
+        let c =
+            parse("baseline = { usi = \"gps\" }\nbyoyomi_ms = 1000\ntime_ms = 5000\nincrement_ms = 100\n")
+                .unwrap()
+                .elo
+                .unwrap();
+        assert_eq!(c.baseline, Baseline::Usi("gps".into()));
+        assert_eq!((c.byoyomi_ms, c.time_ms, c.increment_ms), (1000, 5000, 100));
     }
 
     #[test]
@@ -154,6 +220,25 @@ mod tests {
             matches!(no_openings, Err(ConfigError::Invalid { ref key, .. }) if key == "[elo] openings"),
             "{no_openings:?}"
         );
+        for (text, key, needle) in [
+            ("baseline = { usi = \"gps\" }\n", "[elo] byoyomi_ms", "required with a USI baseline"),
+            (
+                "baseline = { usi = \"/usr/games/gpsusi\" }\nbyoyomi_ms = 1000\n",
+                "[elo] baseline",
+                "only ASCII",
+            ),
+            ("baseline = { usi = \"\" }\nbyoyomi_ms = 1000\n", "[elo] baseline", "empty"),
+            ("baseline = { usi = \"gps\" }\nbyoyomi_ms = 3600001\n", "[elo] byoyomi_ms", "over an hour"),
+            ("byoyomi_ms = 1000\n", "[elo] byoyomi_ms", "only to a USI baseline"),
+        ] {
+            match parse(text) {
+                Err(ConfigError::Invalid { key: k, problem }) => {
+                    assert_eq!(k, key, "{text}");
+                    assert!(problem.contains(needle), "{text}: {problem}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
         for (text, unknown) in [("evry = 2\n", "evry"), ("baseline = \"best\"\n", "best")] {
             let e = parse(text).unwrap_err();
             assert!(matches!(e, ConfigError::Toml(_)) && e.to_string().contains(unknown), "{e}");

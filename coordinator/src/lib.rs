@@ -3,7 +3,8 @@
 //! Data flow: `config` → `specs` → `queue` (shards, leases) → `service` (gRPC) → `core`
 //! (merge: `journal` first, then `weights_state`) → `checkpoint`; `generations` is the
 //! schedule the specs and merges follow; `elo` and `elo_config` are the match shards that
-//! measure checkpoints; `metrics` serves counters; `legacy` reads what an older keima wrote.
+//! measure checkpoints (`usi_engines_config`: the external engines local workers declare);
+//! `metrics` serves counters; `legacy` reads what an older keima wrote.
 
 pub mod checkpoint;
 pub mod config;
@@ -21,6 +22,7 @@ pub mod queue;
 pub mod run;
 pub mod service;
 pub mod specs;
+pub mod usi_engines_config;
 pub mod weights_state;
 
 pub use config::TrainConfig;

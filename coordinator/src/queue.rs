@@ -20,9 +20,12 @@
 //! a match shard, and training goes on at least at half the lease rate); when only one kind
 //! waits, it is leased. In sequential (deterministic) runs the shards go in id order, so a
 //! checkpoint's match shards are played after the training shards queued before them.
+//! A match shard against an external USI engine is leased only to a worker that registered
+//! that engine; the others skip it (and, in sequential runs, wait).
 
 use crate::elo::MatchTally;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// What a shard asks a worker to do (converted to and from the wire by `keima_proto::spec`).
 pub use keima_proto::spec::ShardSpec;
@@ -198,20 +201,25 @@ impl Queue {
         self.closed = true;
     }
 
-    /// Leases the next shard to `worker`.
-    pub fn lease(&mut self, worker: &str, now_ms: u64, lease_ms: u64) -> LeaseDecision {
+    /// Leases the next shard to `worker`, which has the external USI engines `engines`
+    /// (a match shard against an engine goes only to a worker that has it).
+    pub fn lease(&mut self, worker: &str, engines: &[String], now_ms: u64, lease_ms: u64) -> LeaseDecision {
         self.expire(now_ms);
         if self.closed {
             return LeaseDecision::Finished;
         }
+        let runnable = |s: &Shard| s.spec.usi_engine().is_none_or(|e| engines.iter().any(|n| n == e));
         let candidate = if self.sequential {
-            // Only the first open shard, and only when nobody holds it.
-            self.shards.iter().position(Self::open).filter(|&i| self.shards[i].state == ShardState::Pending)
+            // Only the first open shard, and only when nobody holds it and this worker can run it.
+            self.shards
+                .iter()
+                .position(Self::open)
+                .filter(|&i| self.shards[i].state == ShardState::Pending && runnable(&self.shards[i]))
         } else {
             let pending = |is_match: bool| {
-                self.shards
-                    .iter()
-                    .position(|s| s.state == ShardState::Pending && s.spec.is_match() == is_match)
+                self.shards.iter().position(|s| {
+                    s.state == ShardState::Pending && s.spec.is_match() == is_match && runnable(s)
+                })
             };
             let training = pending(false).filter(|&i| self.shards[i].generation <= self.open_generation);
             match (training, pending(true)) {
@@ -232,6 +240,15 @@ impl Queue {
             None if self.finished() => LeaseDecision::Finished,
             None => LeaseDecision::Wait,
         }
+    }
+
+    /// The external USI engines that pending match shards wait for.
+    pub fn usi_engines_waited_for(&self) -> BTreeSet<&str> {
+        self.shards
+            .iter()
+            .filter(|s| s.state == ShardState::Pending)
+            .filter_map(|s| s.spec.usi_engine())
+            .collect()
     }
 
     fn fail(&mut self, i: usize, error: String) {
@@ -393,13 +410,22 @@ mod tests {
     #[test]
     fn lease_expire_relase_and_exactly_once() {
         let mut q = Queue::new(specs(2), false, 3);
-        assert_eq!(q.lease("a", 0, 100), LeaseDecision::Leased { shard: 0, attempt: 1, deadline_ms: 100 });
-        assert_eq!(q.lease("b", 10, 100), LeaseDecision::Leased { shard: 1, attempt: 1, deadline_ms: 110 });
-        assert_eq!(q.lease("c", 20, 100), LeaseDecision::Wait);
+        assert_eq!(
+            q.lease("a", &[], 0, 100),
+            LeaseDecision::Leased { shard: 0, attempt: 1, deadline_ms: 100 }
+        );
+        assert_eq!(
+            q.lease("b", &[], 10, 100),
+            LeaseDecision::Leased { shard: 1, attempt: 1, deadline_ms: 110 }
+        );
+        assert_eq!(q.lease("c", &[], 20, 100), LeaseDecision::Wait);
         // a keeps its lease alive, b does not; nobody else can heartbeat a's lease.
         assert_eq!(q.heartbeat(0, 1, "c", 90, 100), None, "not c's lease");
         assert_eq!(q.heartbeat(0, 1, "a", 90, 100), Some(190));
-        assert_eq!(q.lease("c", 150, 100), LeaseDecision::Leased { shard: 1, attempt: 2, deadline_ms: 250 });
+        assert_eq!(
+            q.lease("c", &[], 150, 100),
+            LeaseDecision::Leased { shard: 1, attempt: 2, deadline_ms: 250 }
+        );
         assert_eq!(q.heartbeat(1, 1, "b", 151, 100), None, "b's lease was taken over");
         // b's late result is refused: c holds the lease now.
         assert_eq!(
@@ -414,7 +440,7 @@ mod tests {
         assert_eq!(q.heartbeat(1, 2, "c", 170, 100), None, "a merged shard's lease is void");
         assert_eq!(q.push_decision(7, 1, "a", 170), PushDecision::Refused(LeaseProblem::UnknownShard));
         q.mark_done(0, 2, 400);
-        assert_eq!(q.lease("a", 300, 100), LeaseDecision::Finished);
+        assert_eq!(q.lease("a", &[], 300, 100), LeaseDecision::Finished);
         assert_eq!(q.counts(), QueueCounts { total: 2, pending: 0, leased: 0, done: 2, failed: 0 });
     }
 
@@ -426,7 +452,7 @@ mod tests {
             PushDecision::Refused(LeaseProblem::NotLeased),
             "never leased"
         );
-        q.lease("a", 0, 100);
+        q.lease("a", &[], 0, 100);
         assert_eq!(q.give_back(0, 1, "b", true, "not mine"), Err(LeaseProblem::OtherWorker));
         assert_eq!(
             q.give_back(0, 2, "a", true, "wrong attempt"),
@@ -442,37 +468,37 @@ mod tests {
     #[test]
     fn sequential_mode_leases_one_at_a_time_in_order() {
         let mut q = Queue::new(specs(3), true, 3);
-        assert!(matches!(q.lease("a", 0, 100), LeaseDecision::Leased { shard: 0, .. }));
-        assert_eq!(q.lease("b", 0, 100), LeaseDecision::Wait);
+        assert!(matches!(q.lease("a", &[], 0, 100), LeaseDecision::Leased { shard: 0, .. }));
+        assert_eq!(q.lease("b", &[], 0, 100), LeaseDecision::Wait);
         assert_eq!(q.give_back(0, 1, "a", false, ""), Ok(()));
-        assert!(matches!(q.lease("b", 1, 100), LeaseDecision::Leased { shard: 0, attempt: 2, .. }));
+        assert!(matches!(q.lease("b", &[], 1, 100), LeaseDecision::Leased { shard: 0, attempt: 2, .. }));
         q.mark_done(0, 1, 1);
-        assert!(matches!(q.lease("a", 2, 100), LeaseDecision::Leased { shard: 1, .. }));
+        assert!(matches!(q.lease("a", &[], 2, 100), LeaseDecision::Leased { shard: 1, .. }));
     }
 
     #[test]
     fn failures_give_up_after_max_attempts_and_returns_do_not_count() {
         let mut q = Queue::new(specs(1), false, 2);
-        q.lease("a", 0, 10);
+        q.lease("a", &[], 0, 10);
         assert_eq!(q.give_back(0, 1, "a", false, "stopping"), Ok(()));
-        q.lease("a", 0, 10);
+        q.lease("a", &[], 0, 10);
         assert_eq!(q.give_back(0, 2, "a", true, "boom"), Ok(()));
         assert_eq!(
             q.give_back(0, 2, "a", true, "again"),
             Err(LeaseProblem::NotLeased),
             "not leased any more"
         );
-        q.lease("a", 0, 10);
+        q.lease("a", &[], 0, 10);
         assert_eq!(q.expire(10), vec![0]);
         assert!(matches!(&q.shards[0].state, ShardState::Failed { error } if error.contains("2 failed")));
-        assert_eq!(q.lease("a", 20, 10), LeaseDecision::Finished);
+        assert_eq!(q.lease("a", &[], 20, 10), LeaseDecision::Finished);
         assert_eq!(q.counts().failed, 1);
     }
 
     #[test]
     fn restart_releases_leases_and_survives_json() {
         let mut q = Queue::new(specs(2), false, 3);
-        q.lease("a", 0, 10);
+        q.lease("a", &[], 0, 10);
         q.mark_done(1, 1, 3);
         let mut back: Queue = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
         assert_eq!(back, q);
@@ -487,30 +513,34 @@ mod tests {
             let mut q =
                 Queue::new(vec![(0, spec(0)), (0, spec(1)), (1, spec(2)), (2, spec(3))], sequential, 3);
             assert_eq!(q.generations(), 3);
-            assert!(matches!(q.lease("a", 0, 100), LeaseDecision::Leased { shard: 0, .. }));
+            assert!(matches!(q.lease("a", &[], 0, 100), LeaseDecision::Leased { shard: 0, .. }));
             if !sequential {
-                assert!(matches!(q.lease("b", 0, 100), LeaseDecision::Leased { shard: 1, .. }));
+                assert!(matches!(q.lease("b", &[], 0, 100), LeaseDecision::Leased { shard: 1, .. }));
             }
-            assert_eq!(q.lease("c", 0, 100), LeaseDecision::Wait, "generation 1 waits");
+            assert_eq!(q.lease("c", &[], 0, 100), LeaseDecision::Wait, "generation 1 waits");
             q.mark_done(0, 1, 5);
             assert!(!q.generation_due(), "shard 1 is not merged yet");
             if sequential {
-                assert!(matches!(q.lease("b", 0, 100), LeaseDecision::Leased { shard: 1, .. }));
+                assert!(matches!(q.lease("b", &[], 0, 100), LeaseDecision::Leased { shard: 1, .. }));
             }
             q.mark_done(1, 2, 5);
             assert!(q.generation_due());
-            assert_eq!(q.lease("c", 0, 100), LeaseDecision::Wait, "merged, but its end step has not run");
+            assert_eq!(
+                q.lease("c", &[], 0, 100),
+                LeaseDecision::Wait,
+                "merged, but its end step has not run"
+            );
             assert!(!q.finished());
             q.open_next_generation();
             assert!(!q.generation_due());
-            assert!(matches!(q.lease("c", 0, 100), LeaseDecision::Leased { shard: 2, .. }));
-            assert_eq!(q.lease("d", 0, 100), LeaseDecision::Wait, "generation 2 waits for 1");
+            assert!(matches!(q.lease("c", &[], 0, 100), LeaseDecision::Leased { shard: 2, .. }));
+            assert_eq!(q.lease("d", &[], 0, 100), LeaseDecision::Wait, "generation 2 waits for 1");
             q.mark_done(2, 3, 5);
             assert!(q.generation_due());
             // Converged: the last generation is never leased, and the run is finished.
             q.close();
             assert!(!q.generation_due() && q.finished());
-            assert_eq!(q.lease("d", 0, 100), LeaseDecision::Finished);
+            assert_eq!(q.lease("d", &[], 0, 100), LeaseDecision::Finished);
             assert_eq!(q.counts().pending, 1);
         }
     }
@@ -518,7 +548,7 @@ mod tests {
     #[test]
     fn the_last_generations_end_step_is_due_once_everything_is_merged() {
         let mut q = Queue::new(specs(1), false, 3);
-        q.lease("a", 0, 100);
+        q.lease("a", &[], 0, 100);
         q.mark_done(0, 1, 5);
         assert!(q.finished() && q.generation_due());
         q.open_next_generation();
@@ -529,5 +559,41 @@ mod tests {
         v["shards"][0].as_object_mut().unwrap().remove("generation");
         let old: Queue = serde_json::from_value(v).unwrap();
         assert_eq!((old.open_generation, old.shards[0].generation, old.closed), (0, 0, false));
+    }
+
+    #[test]
+    fn a_usi_match_shard_goes_only_to_a_worker_with_its_engine() {
+        let usi_match = |engine: &str| ShardSpec::Match {
+            version: 2,
+            eval_dir: "e".into(),
+            baseline_dir: None,
+            nodes: 0,
+            max_ply: 100,
+            openings: vec!["startpos".into()],
+            usi: Some(keima_proto::spec::UsiBaseline {
+                engine: engine.into(),
+                byoyomi_ms: 1000,
+                time_ms: 0,
+                increment_ms: 0,
+            }),
+        };
+        for sequential in [false, true] {
+            let mut q = Queue::new(Vec::new(), sequential, 3);
+            q.add_match_shards(vec![usi_match("gps")]);
+            assert_eq!(q.usi_engines_waited_for(), BTreeSet::from(["gps"]));
+            let (none, other, gps) =
+                (Vec::new(), vec!["fairy".to_string()], vec!["fairy".into(), "gps".into()]);
+            assert_eq!(q.lease("a", &none, 0, 100), LeaseDecision::Wait, "sequential {sequential}");
+            assert_eq!(q.lease("b", &other, 0, 100), LeaseDecision::Wait, "sequential {sequential}");
+            assert!(matches!(q.lease("c", &gps, 0, 100), LeaseDecision::Leased { shard: 0, .. }));
+            assert!(q.usi_engines_waited_for().is_empty());
+        }
+        // Without the engine a worker still gets training shards, before and after it.
+        let mut q = Queue::new(specs(2), false, 3);
+        q.add_match_shards(vec![usi_match("gps")]);
+        assert!(matches!(q.lease("a", &[], 0, 100), LeaseDecision::Leased { shard: 0, .. }));
+        assert!(matches!(q.lease("a", &[], 0, 100), LeaseDecision::Leased { shard: 1, .. }));
+        assert_eq!(q.lease("a", &[], 0, 100), LeaseDecision::Wait);
+        assert!(matches!(q.lease("g", &["gps".to_string()], 0, 100), LeaseDecision::Leased { shard: 2, .. }));
     }
 }

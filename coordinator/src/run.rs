@@ -74,9 +74,11 @@ fn spawn_local_worker(
     token: &str,
     ca: Option<&Path>,
     i: u32,
+    usi_engine_args: &[String],
 ) -> Result<Child, String> {
     let mut cmd = Command::new(&opts.worker_exe);
     cmd.args(["worker", "--coordinator", url, "--threads", &opts.worker_threads.to_string()]);
+    cmd.args(usi_engine_args);
     if let Some(ca) = ca {
         cmd.arg("--tls-ca").arg(ca);
     }
@@ -149,9 +151,11 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         };
         tracing::info!(run = %core.run_id(), "coordinator listening on {url}");
         let mut children = Vec::new();
+        let usi_engine_args =
+            crate::usi_engines_config::worker_args(&core.config().local_workers.usi_engines);
         for i in 0..opts.local_workers {
             let ca = c.tls_ca.as_deref().or(c.tls_cert.as_deref()).filter(|_| tls);
-            children.push(spawn_local_worker(&opts, &url, &token, ca, i)?);
+            children.push(spawn_local_worker(&opts, &url, &token, ca, i, &usi_engine_args)?);
         }
         let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| e.to_string())?;

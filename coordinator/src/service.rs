@@ -8,7 +8,7 @@ use engine_core::teacher::PackedSfenValue;
 use keima_proto::sparse::{self, Fnv64};
 use keima_proto::v1::coordinator_server::{Coordinator, CoordinatorServer};
 use keima_proto::v1::{self, push_chunk::Part};
-use keima_proto::{MAX_MESSAGE_BYTES, checks, seal};
+use keima_proto::{MAX_MESSAGE_BYTES, checks, seal, usi_engine_name};
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio_stream::{Stream, StreamExt};
@@ -264,12 +264,23 @@ impl Coordinator for Service {
                 )));
             }
         }
-        let id = self.core.register(&r.worker_name, r.threads);
+        if r.usi_engines.len() > usi_engine_name::MAX_ENGINES {
+            return Err(bad(format!(
+                "register: {} USI engines, at most {} are accepted",
+                r.usi_engines.len(),
+                usi_engine_name::MAX_ENGINES
+            )));
+        }
+        for name in &r.usi_engines {
+            usi_engine_name::check(name).map_err(|e| bad(format!("register: {e}")))?;
+        }
+        let id = self.core.register_with_engines(&r.worker_name, r.threads, r.usi_engines.clone());
         tracing::info!(
             worker = %id,
             name = %r.worker_name.escape_debug(),
             threads = r.threads,
             version = %r.version.escape_debug(),
+            usi_engines = ?r.usi_engines,
             "worker registered"
         );
         Ok(Response::new(v1::RegisterReply {

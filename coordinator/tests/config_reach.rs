@@ -314,7 +314,7 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         k("newbob", "min_improvement", "0.125", |r| opt(&r.cfg.newbob.map(|n| n.min_improvement))),
         k("newbob", "max_decays", "7", |r| opt(&r.cfg.newbob.map(|n| n.max_decays))),
         k("elo", "every", "6", |r| opt(&r.cfg.elo.as_ref().map(|e| e.every))),
-        k("elo", "baseline", "\"previous\"", |r| opt(&r.cfg.elo.as_ref().map(|e| e.baseline))),
+        k("elo", "baseline", "\"previous\"", |r| opt(&r.cfg.elo.as_ref().map(|e| &e.baseline))),
         k("elo", "games", "8", |r| opt(&r.cfg.elo.as_ref().map(|e| e.games))),
         k("elo", "games_per_shard", "4", |r| opt(&r.cfg.elo.as_ref().map(|e| e.games_per_shard))),
         k("elo", "nodes", "321", |r| opt(&r.cfg.elo.as_ref().map(|e| e.nodes))),

@@ -17,7 +17,7 @@ use keima_proto::v1::coordinator_server::Coordinator;
 use keima_proto::v1::{self, push_chunk::Part, push_reply::Outcome};
 use std::path::Path;
 use std::sync::Arc;
-use support::{Work, chunks, lease, push, rt, tmp};
+use support::{Captured, Work, chunks, lease, push, rt, tmp};
 use tonic::{Code, Request, Status};
 
 mod support;
@@ -359,20 +359,6 @@ fn fault5_claimed_counts_are_checked_and_bounded() {
     assert_state(&svc.core, 0, false);
 }
 
-/// A `tracing` writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Fault 6: Register fields are length-limited and logged with control characters escaped,
 /// so a newline in them cannot forge a log line.
 #[test]
@@ -388,6 +374,7 @@ fn fault6_register_fields_cannot_forge_log_lines() {
         worker_name: name.into(),
         threads: 1,
         version: version.into(),
+        usi_engines: Vec::new(),
     };
     tracing::subscriber::with_default(subscriber, || {
         rt().block_on(async {

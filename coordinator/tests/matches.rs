@@ -2,7 +2,8 @@
 //! exported), leased after the training shards, each result recorded exactly once (a
 //! re-sent result is a duplicate, a late one from a lost lease is refused, a crash before
 //! the next checkpoint loses nothing), the Elo line written once all are in, and the
-//! match CPU kept apart from training's.
+//! match CPU kept apart from training's. Against an external USI engine: its shards go only
+//! to workers that registered the engine, and the Elo line names it and counts time losses.
 
 use keima_coordinator::TrainConfig;
 use keima_coordinator::core::Core;
@@ -11,8 +12,9 @@ use keima_coordinator::service::Service;
 use keima_proto::v1::{self, push_reply::Outcome};
 use std::path::Path;
 use std::sync::Arc;
-use support::{Work, chunks, lease, push, rt, tmp};
-use tonic::Code;
+use support::{Captured, Work, chunks, lease, push, rt, tmp};
+use tonic::{Code, Request};
+use v1::coordinator_server::Coordinator;
 
 mod support;
 
@@ -43,7 +45,25 @@ fn played(wins: u32, draws: u32, losses: u32, cell: usize, cpu_seconds: f64) -> 
         gradient: Vec::new(),
         records: Vec::new(),
         stats: v1::ShardStats { games: 2, cpu_seconds, ..Default::default() },
-        result: Some(v1::MatchResult { wins, draws, losses, pentanomial }),
+        result: Some(v1::MatchResult {
+            wins,
+            draws,
+            losses,
+            pentanomial,
+            time_losses: 0,
+            baseline_time_losses: 0,
+        }),
+    }
+}
+
+/// Leases and merges the two training shards (by `workers`): version 2, whose checkpoint
+/// queues the match shards.
+async fn merge_two_training_shards(svc: &Service, workers: [&str; 2]) {
+    let core = &svc.core;
+    for w in workers {
+        let l = lease(core, w);
+        let r = push(svc, chunks(core, w, &l, core.weights_version(), &training(1.0))).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Merged as i32);
     }
 }
 
@@ -69,13 +89,7 @@ fn match_results_count_once_across_duplicates_lost_leases_and_a_crash() {
     let svc = Service { core: Arc::new(Core::create(config(&run, &openings)).unwrap()) };
     let core = svc.core.clone();
     let (a, b) = (core.register("a", 1), core.register("b", 1));
-    rt.block_on(async {
-        for w in [&a, &b] {
-            let l = lease(&core, w);
-            let r = push(&svc, chunks(&core, w, &l, core.weights_version(), &training(1.0))).await.unwrap();
-            assert_eq!(r.outcome, Outcome::Merged as i32);
-        }
-    });
+    rt.block_on(merge_two_training_shards(&svc, [&a, &b]));
     // Version 2's checkpoint queued two match shards of one game pair each, exported first.
     let q = core.queue_snapshot();
     assert_eq!(q.shards.len(), 4);
@@ -161,4 +175,82 @@ fn match_results_count_once_across_duplicates_lost_leases_and_a_crash() {
     assert!(prometheus.contains("keima_elo_version 2\n"), "{prometheus}");
     assert!(prometheus.contains("keima_elo 190.84"), "{prometheus}");
     assert!(prometheus.contains("keima_match_cpu_seconds_total 5\n"), "{prometheus}");
+}
+
+#[test]
+fn usi_match_shards_go_only_to_workers_that_declared_the_engine() {
+    let rt = rt();
+    let tmp = tmp("usi-matches");
+    let run = tmp.path().join("run");
+    let openings = tmp.path().join("openings.sfen");
+    std::fs::write(&openings, "startpos moves 7g7f 3c3d\n").unwrap();
+    let mut cfg = config(&run, &openings);
+    let elo = cfg.elo.as_mut().unwrap();
+    elo.baseline = keima_coordinator::elo_config::Baseline::Usi("gps".into());
+    elo.byoyomi_ms = 1000;
+    let svc = Service { core: Arc::new(Core::create(cfg).unwrap()) };
+    let core = svc.core.clone();
+    let register = |name: &str, engines: &[&str]| v1::RegisterRequest {
+        protocol: keima_proto::PROTOCOL_VERSION,
+        worker_name: name.into(),
+        threads: 1,
+        version: "t".into(),
+        usi_engines: engines.iter().map(|e| e.to_string()).collect(),
+    };
+    let plain = rt.block_on(async {
+        // Names are checked at registration: no command line, no odd characters.
+        for bad in [&["/usr/games/gpsusi"][..], &["gps shogi"], &[""], &["x"; 17]] {
+            let e = svc.register(Request::new(register("w", bad))).await.unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}: {e:?}");
+        }
+        svc.register(Request::new(register("plain", &["fairy"]))).await.unwrap().into_inner().worker_id
+    });
+    rt.block_on(merge_two_training_shards(&svc, [&plain, &plain]));
+    // Version 2's two match shards wait for a worker with the engine: never the plain one.
+    let q = core.queue_snapshot();
+    assert_eq!(q.shards.len(), 4);
+    for s in &q.shards[2..] {
+        assert_eq!(s.spec.usi_engine(), Some("gps"));
+    }
+    // No registered worker has it: the coordinator says so, once.
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..3 {
+            assert_eq!(core.lease(&plain).state, v1::lease_reply::State::Wait as i32);
+        }
+    });
+    let logged = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        logged.matches("wait for the USI engine \"gps\", which no registered worker").count(),
+        1,
+        "{logged}"
+    );
+    let with_gps =
+        rt.block_on(svc.register(Request::new(register("gps", &["gps"])))).unwrap().into_inner().worker_id;
+    let l = lease(&core, &with_gps);
+    assert_eq!(l.shard_id, 2);
+    let Some(v1::lease::Kind::Match(m)) = &l.kind else { panic!("{l:?}") };
+    let usi = m.usi.as_ref().unwrap();
+    assert_eq!((usi.engine.as_str(), usi.byoyomi_ms, usi.time_ms), ("gps", 1000, 0));
+    assert_eq!(core.lease(&plain).state, v1::lease_reply::State::Wait as i32, "shard 3 still waits");
+    let l2 = lease(&core, &with_gps);
+    assert_eq!(l2.shard_id, 3);
+    rt.block_on(async {
+        // One game of each pair lost on time by the tested side, one by the baseline.
+        let mut a = played(1, 0, 1, 2, 1.0);
+        a.result.as_mut().unwrap().time_losses = 1;
+        let mut b = played(1, 0, 1, 2, 1.0);
+        b.result.as_mut().unwrap().baseline_time_losses = 1;
+        for (lease, work) in [(&l, &a), (&l2, &b)] {
+            let r = push(&svc, chunks(&core, &with_gps, lease, 2, work)).await.unwrap();
+            assert_eq!(r.outcome, Outcome::Merged as i32);
+        }
+    });
+    let lines = elo_lines(&run);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["baseline"], "usi:gps");
+    assert_eq!((lines[0]["games"].as_u64(), lines[0]["time_losses"].as_u64()), (Some(4), Some(1)));
+    assert_eq!(lines[0]["baseline_time_losses"].as_u64(), Some(1));
 }

@@ -1,12 +1,13 @@
 //! Keima's wire contract: the gRPC service generated from `proto/keima.proto` (module
 //! `v1`), the protocol version, the encoding of sparse payloads (`sparse`), the checks a
-//! receiver applies (`checks`), and the one conversion between a shard's work and
+//! receiver applies (`checks`, `usi_engine_name`), and the one conversion between a shard's work and
 //! engine-core's settings types (`spec`). Nothing here knows about weights or search.
 
 pub mod checks;
 pub mod seal;
 pub mod sparse;
 pub mod spec;
+pub mod usi_engine_name;
 
 /// Generated messages, client and server of `keima.v1`.
 pub mod v1 {
@@ -17,7 +18,10 @@ pub mod v1 {
 /// checksum. 2: the push checksum also covers the header and the statistics (`seal`).
 /// 3: a shard's teacher settings are `TeacherSearch` and `SelfPlayGames` (`spec`).
 /// 4: `ShardStats.cpu_seconds`; match shards (`MatchSpec`, `MatchResult`); both sealed.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: workers register their USI engines' names; match shards against one of them
+/// (`MatchSpec.usi`), time losses in `MatchResult` (sealed). An older worker would play
+/// such a shard against material.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Largest gRPC message either side accepts (one chunk plus headers; chunks hold at most
 /// `sparse::ENTRIES_PER_CHUNK` entries, about 1 MiB).

@@ -48,6 +48,8 @@ pub fn push_checksum(
             h.update(&n.to_le_bytes());
         }
         h.update(&(r.pentanomial.len() as u64).to_le_bytes());
+        h.update(&r.time_losses.to_le_bytes());
+        h.update(&r.baseline_time_losses.to_le_bytes());
     }
     h.0
 }
@@ -97,12 +99,21 @@ mod tests {
         let mut other_payload = Fnv64::default();
         other_payload.update(b"gradient bytez");
         assert_ne!(push_checksum(other_payload, &h, &s, None), base);
-        let r = MatchResult { wins: 1, draws: 2, losses: 1, pentanomial: vec![0, 0, 2, 0, 0] };
+        let r = MatchResult {
+            wins: 1,
+            draws: 2,
+            losses: 1,
+            pentanomial: vec![0, 0, 2, 0, 0],
+            time_losses: 0,
+            baseline_time_losses: 0,
+        };
         let with_result = push_checksum(payload, &h, &s, Some(&r));
         assert_ne!(with_result, base);
         for other in [
             MatchResult { wins: 2, losses: 0, ..r.clone() },
             MatchResult { pentanomial: vec![0, 1, 0, 1, 0], ..r.clone() },
+            MatchResult { time_losses: 1, ..r.clone() },
+            MatchResult { baseline_time_losses: 1, ..r.clone() },
         ] {
             assert_ne!(push_checksum(payload, &h, &s, Some(&other)), with_result, "{other:?}");
         }

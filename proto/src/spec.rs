@@ -3,6 +3,7 @@
 //! conversion to and from the wire: [`ShardSpec`] ↔ `v1::lease::Kind`, `LossConfig` ↔
 //! `v1::LossSpec`. What comes off the wire is checked as a config file is.
 
+use crate::usi_engine_name::{self, EngineNameError};
 use crate::v1;
 use engine_core::config::ConfigError;
 use engine_core::learn::config::LossConfig;
@@ -22,7 +23,9 @@ pub enum ShardSpec {
     Records { paths: Vec<String>, search: TeacherSearch, unknown_result: UnknownResult },
     /// Games between checkpoint `version`'s exported weights (`eval_dir`) and a baseline
     /// (`baseline_dir`, `None`: material only) at `nodes` per move, each of `openings`
-    /// played twice with colours swapped: `engine_core::play::engine_match`.
+    /// played twice with colours swapped: `engine_core::play::engine_match`. With `usi`
+    /// the baseline is instead an external USI engine the worker declared, and both sides
+    /// play as USI processes under its clock (`nodes` unused).
     Match {
         version: u64,
         eval_dir: String,
@@ -30,13 +33,51 @@ pub enum ShardSpec {
         nodes: u64,
         max_ply: u32,
         openings: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usi: Option<UsiBaseline>,
     },
+}
+
+/// A match shard's external USI engine, by the name a worker declared it under, and the
+/// clock of both sides per game (milliseconds).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsiBaseline {
+    pub engine: String,
+    pub byoyomi_ms: u64,
+    pub time_ms: u64,
+    pub increment_ms: u64,
+}
+
+/// Longest clock setting a match shard may carry (an hour): a bound on what the wire asks.
+pub const MAX_CLOCK_MS: u64 = 3_600_000;
+
+impl UsiBaseline {
+    /// A valid engine name and a clock that gives some time, none of it over an hour.
+    pub fn check(&self) -> Result<(), SpecError> {
+        usi_engine_name::check(&self.engine)?;
+        let clock = [self.byoyomi_ms, self.time_ms, self.increment_ms];
+        if clock.iter().all(|&ms| ms == 0) {
+            return Err(SpecError::Match("a USI baseline's clock gives no time"));
+        }
+        if clock.iter().any(|&ms| ms > MAX_CLOCK_MS) {
+            return Err(SpecError::Match("a USI baseline's clock is over an hour"));
+        }
+        Ok(())
+    }
 }
 
 impl ShardSpec {
     /// A match shard (nothing learned from it), not a training shard.
     pub fn is_match(&self) -> bool {
         matches!(self, ShardSpec::Match { .. })
+    }
+
+    /// The external USI engine a worker must have to run this shard.
+    pub fn usi_engine(&self) -> Option<&str> {
+        match self {
+            ShardSpec::Match { usi: Some(u), .. } => Some(&u.engine),
+            _ => None,
+        }
     }
 }
 
@@ -51,6 +92,8 @@ pub enum SpecError {
     Invalid(#[from] ConfigError),
     #[error("the match shard: {0}")]
     Match(&'static str),
+    #[error("the match shard: {0}")]
+    EngineName(#[from] EngineNameError),
 }
 
 impl From<ShardSpec> for v1::lease::Kind {
@@ -81,7 +124,7 @@ impl From<ShardSpec> for v1::lease::Kind {
                     UnknownResult::LastMoverWins => v1::UnknownResult::LastMoverWins,
                 } as i32,
             }),
-            ShardSpec::Match { version, eval_dir, baseline_dir, nodes, max_ply, openings } => {
+            ShardSpec::Match { version, eval_dir, baseline_dir, nodes, max_ply, openings, usi } => {
                 Kind::Match(v1::MatchSpec {
                     version,
                     eval_dir,
@@ -89,6 +132,12 @@ impl From<ShardSpec> for v1::lease::Kind {
                     nodes,
                     max_ply,
                     openings,
+                    usi: usi.map(|u| v1::UsiBaseline {
+                        engine: u.engine,
+                        byoyomi_ms: u.byoyomi_ms,
+                        time_ms: u.time_ms,
+                        increment_ms: u.increment_ms,
+                    }),
                 })
             }
         }
@@ -135,8 +184,19 @@ impl TryFrom<v1::lease::Kind> for ShardSpec {
                 if m.eval_dir.is_empty() {
                     return Err(SpecError::Match("no eval directory"));
                 }
-                if m.nodes == 0 || m.max_ply == 0 {
-                    return Err(SpecError::Match("nodes and max_ply must be at least 1"));
+                let usi = m.usi.map(|u| UsiBaseline {
+                    engine: u.engine,
+                    byoyomi_ms: u.byoyomi_ms,
+                    time_ms: u.time_ms,
+                    increment_ms: u.increment_ms,
+                });
+                match &usi {
+                    Some(u) => u.check()?,
+                    None if m.nodes == 0 => return Err(SpecError::Match("nodes must be at least 1")),
+                    None => {}
+                }
+                if m.max_ply == 0 {
+                    return Err(SpecError::Match("max_ply must be at least 1"));
                 }
                 ShardSpec::Match {
                     version: m.version,
@@ -145,6 +205,7 @@ impl TryFrom<v1::lease::Kind> for ShardSpec {
                     nodes: m.nodes,
                     max_ply: m.max_ply,
                     openings: m.openings,
+                    usi,
                 }
             }
         })
@@ -236,6 +297,7 @@ mod tests {
                 nodes: 5000,
                 max_ply: 256,
                 openings: vec!["startpos moves 2g2f".into()],
+                usi: None,
             },
             ShardSpec::Match {
                 version: 20,
@@ -244,6 +306,21 @@ mod tests {
                 nodes: 1,
                 max_ply: 1,
                 openings: Vec::new(),
+                usi: None,
+            },
+            ShardSpec::Match {
+                version: 60,
+                eval_dir: "run/elo/v000000000060".into(),
+                baseline_dir: None,
+                nodes: 0,
+                max_ply: 320,
+                openings: vec!["startpos".into()],
+                usi: Some(UsiBaseline {
+                    engine: "gps".into(),
+                    byoyomi_ms: 1000,
+                    time_ms: 0,
+                    increment_ms: 0,
+                }),
             },
         ]
     }
@@ -254,6 +331,7 @@ mod tests {
             let back = ShardSpec::try_from(v1::lease::Kind::from(spec.clone())).unwrap();
             assert_eq!(back, spec);
         }
+        assert_eq!((specs()[5].usi_engine(), specs()[3].usi_engine()), (Some("gps"), None));
         let loss = LossConfig { lambda: 0.7, eval_limit: 2000, skip_draws: true };
         assert_eq!(LossConfig::try_from(v1::LossSpec::from(loss)).unwrap(), loss);
     }
@@ -277,6 +355,24 @@ mod tests {
         ] {
             assert!(matches!(ShardSpec::try_from(Kind::Match(bad)), Err(SpecError::Match(_))));
         }
+        // Against a USI engine: a plain name and a clock that gives some time, at most an hour.
+        let Kind::Match(m) = Kind::from(specs().remove(5)) else { unreachable!() };
+        let u = m.usi.clone().unwrap();
+        let with = |usi: v1::UsiBaseline| Kind::Match(v1::MatchSpec { usi: Some(usi), ..m.clone() });
+        for (bad, expect_name_error) in [
+            (v1::UsiBaseline { engine: "/usr/games/gpsusi".into(), ..u.clone() }, true),
+            (v1::UsiBaseline { engine: String::new(), ..u.clone() }, true),
+            (v1::UsiBaseline { engine: "x".repeat(33), ..u.clone() }, true),
+            (v1::UsiBaseline { byoyomi_ms: 0, ..u.clone() }, false),
+            (v1::UsiBaseline { time_ms: MAX_CLOCK_MS + 1, ..u.clone() }, false),
+        ] {
+            match ShardSpec::try_from(with(bad.clone())) {
+                Err(SpecError::EngineName(_)) if expect_name_error => {}
+                Err(SpecError::Match(_)) if !expect_name_error => {}
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert!(ShardSpec::try_from(with(v1::UsiBaseline { byoyomi_ms: 0, increment_ms: 100, ..u })).is_ok());
         let bad = v1::LossSpec { lambda: 1.5, ..Default::default() };
         assert!(matches!(LossConfig::try_from(bad), Err(SpecError::Invalid(_))));
     }

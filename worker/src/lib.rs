@@ -2,7 +2,9 @@
 //! search (or reads them), computes the learner's sparse gradient, and pushes it back.
 //! Data flow: `connection` (address, TLS, token) → `run` (the loop, with `retry`'s one way
 //! of retrying a call) → `local_weights` (the synced evaluator) → `shard_job` (teacher →
-//! gradient, all in engine-core). `status_client` is `keima status`'s one call.
+//! gradient, all in engine-core; a match shard: `match_job` in-process, `usi_match_job`
+//! against an external USI engine). `status_client` is `keima status`'s one call; `usi` plays games between USI engine
+//! processes (`keima match`, and match shards against an external engine).
 
 pub mod connection;
 pub mod error;
@@ -13,6 +15,8 @@ pub mod run;
 pub mod shard_job;
 pub mod simulate;
 pub mod status_client;
+pub mod usi;
+pub mod usi_match_job;
 
 pub use connection::Connection;
 pub use error::WorkerError;

@@ -54,6 +54,9 @@ pub fn run(
         draws: r.stats.draws,
         losses: r.stats.losses,
         pentanomial: r.pairs.counts.to_vec(),
+        // Node budgets, no clock: nobody loses on time.
+        time_losses: 0,
+        baseline_time_losses: 0,
     };
     let stats = v1::ShardStats { games: r.stats.games() as u64, search_nodes: r.nodes, ..Default::default() };
     Ok((result, stats))

@@ -10,6 +10,7 @@ use crate::error::WorkerError;
 use crate::local_weights::LocalWeights;
 use crate::retry::{Backoff, Setback, retrying};
 use crate::shard_job::{self, ShardOutput};
+use crate::usi::engines::UsiEngine;
 use engine_core::teacher::PackedSfenValue;
 use keima_proto::PROTOCOL_VERSION;
 use keima_proto::seal::push_checksum;
@@ -28,6 +29,8 @@ pub struct WorkerOptions {
     pub max_shards: u64,
     /// Give up after the coordinator has been unreachable this long.
     pub give_up_after: Duration,
+    /// External USI engines this worker may run for match shards (registered by name).
+    pub usi_engines: Vec<UsiEngine>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -62,6 +65,7 @@ async fn register(c: &mut Client, o: &WorkerOptions, backoff: &mut Backoff) -> R
         worker_name: o.name.clone(),
         threads: o.threads as u32,
         version: env!("CARGO_PKG_VERSION").into(),
+        usi_engines: o.usi_engines.iter().map(|e| e.name.clone()).collect(),
     };
     let r = loop {
         match retrying(Call::Register, backoff, async || c.register(req.clone()).await).await? {
@@ -262,7 +266,8 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, WorkerError> {
             let job = {
                 let (lease, ev, p, threads) =
                     (lease.clone(), link.session.weights.evaluator.clone(), progress.clone(), o.threads);
-                tokio::task::spawn_blocking(move || shard_job::run(&lease, &ev, threads, &p))
+                let engines = o.usi_engines.clone();
+                tokio::task::spawn_blocking(move || shard_job::run(&lease, &ev, &engines, threads, &p))
             };
             tokio::pin!(job);
             let mut tick = tokio::time::interval(Duration::from_millis(link.session.heartbeat_ms));

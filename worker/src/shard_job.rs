@@ -3,7 +3,8 @@
 //! gradient of the learner's loss over them, with the weights the lease asked for; or play
 //! a match shard's games (`match_job.rs`).
 
-use engine_core::cpu_time::process_cpu_seconds;
+use crate::usi::engines::UsiEngine;
+use engine_core::cpu_time::{process_cpu_seconds, reaped_children_cpu_seconds};
 use engine_core::eval::Evaluator;
 use engine_core::learn::gradient::batch_gradient;
 use engine_core::teacher::gensfen::{self, GensfenConfig, GensfenStats, Opening, run_records, run_selfplay};
@@ -45,10 +46,12 @@ fn searchers(ev: &Arc<Evaluator>, threads: usize, games: usize) -> Vec<gensfen::
     (0..parallel).map(|_| gensfen::Worker::with_search_threads(ev.clone(), 16, per_search)).collect()
 }
 
-/// Runs a lease on `threads` threads. `progress` counts positions as they are produced.
+/// Runs a lease on `threads` threads, with the external USI engines this worker declared.
+/// `progress` counts positions (games, for a match) as they are produced.
 pub fn run(
     lease: &v1::Lease,
     evaluator: &Arc<Evaluator>,
+    usi_engines: &[UsiEngine],
     threads: usize,
     progress: &AtomicU64,
 ) -> Result<ShardOutput, String> {
@@ -57,10 +60,16 @@ pub fn run(
     // shard's (heartbeats add a negligible share).
     let cpu_started = process_cpu_seconds();
     let (spec, loss) = lease_work(lease).map_err(|e| e.to_string())?;
-    if let ShardSpec::Match { .. } = &spec {
-        let (result, mut stats) = crate::match_job::run(&spec, threads, progress)?;
+    if let ShardSpec::Match { usi, .. } = &spec {
+        // A USI match's engines are child processes, all quit (and reaped) by its end.
+        let children_started = reaped_children_cpu_seconds();
+        let (result, mut stats) = match usi {
+            Some(_) => crate::usi_match_job::run(&spec, usi_engines, threads, progress)?,
+            None => crate::match_job::run(&spec, threads, progress)?,
+        };
         stats.seconds = started.elapsed().as_secs_f64();
-        stats.cpu_seconds = (process_cpu_seconds() - cpu_started).max(0.0);
+        let children = reaped_children_cpu_seconds() - children_started;
+        stats.cpu_seconds = (process_cpu_seconds() - cpu_started + children).max(0.0);
         return Ok(ShardOutput { gradient: Vec::new(), records: Vec::new(), stats, result: Some(result) });
     }
     let mut stats = GensfenStats::default();

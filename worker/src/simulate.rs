@@ -101,6 +101,7 @@ pub fn run_load(
                     worker_name: format!("sim{w}"),
                     threads: 1,
                     version: "sim".into(),
+                    usi_engines: Vec::new(),
                 };
                 let r =
                     c.register(request(reg, &token)).await.map_err(|e| e.message().to_string())?.into_inner();
@@ -192,6 +193,7 @@ pub fn run_load(
             worker_name: "sync".into(),
             threads: 1,
             version: "sim".into(),
+            usi_engines: Vec::new(),
         };
         let id = c
             .register(request(reg, token))

@@ -2,6 +2,7 @@
 
 use super::CommandResult;
 use clap::Args;
+use keima_worker::usi::engines::declare;
 use keima_worker::{Connection, WorkerOptions, run};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,6 +34,14 @@ pub struct WorkerArgs {
     /// Print only the summary line.
     #[arg(long)]
     quiet: bool,
+    /// An external USI engine this worker may play match shards against, `NAME=COMMAND`
+    /// (repeatable; the command split on whitespace). The coordinator asks for it by NAME
+    /// (`[elo] baseline = { usi = "NAME" }`) and never sends a command.
+    #[arg(long = "usi-engine", value_name = "NAME=COMMAND")]
+    usi_engine: Vec<String>,
+    /// A USI option of a declared engine, `NAME:OPTION=VALUE` (repeatable), e.g. `gps:Thread=1`.
+    #[arg(long = "usi-option", value_name = "NAME:OPTION=VALUE")]
+    usi_option: Vec<String>,
 }
 
 /// The token from a file or KEIMA_TOKEN.
@@ -66,6 +75,7 @@ pub fn run_cmd(a: WorkerArgs) -> CommandResult {
         name: name.clone(),
         max_shards: a.max_shards,
         give_up_after: Duration::from_secs(a.give_up_after),
+        usi_engines: declare(&a.usi_engine, &a.usi_option).map_err(|e| e.to_string())?,
     })
     .map_err(|e| e.to_string())?;
     if !a.quiet || s.interrupted {

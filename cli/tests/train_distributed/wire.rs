@@ -72,6 +72,7 @@ fn bad_pushes_are_rejected_and_the_run_goes_on() {
             worker_name: "probe".into(),
             threads: 1,
             version: "test".into(),
+            usi_engines: Vec::new(),
         };
         let e = c.register(request(reg.clone(), "wrong-token")).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e:?}");

@@ -15,6 +15,7 @@ use crate::queue::{ShardSpec, ShardState};
 use crate::weights_state::WeightState;
 use engine_core::rng::Xoshiro256;
 use engine_core::teacher::gensfen::game_seed;
+use keima_proto::spec::UsiBaseline;
 use keima_proto::v1;
 use keima_proto::v1::push_reply::Outcome;
 use std::path::Path;
@@ -37,9 +38,19 @@ impl Core {
         let dir = self.export_for_matches(w, version)?;
         let dir_text = dir.to_string_lossy().to_string();
         let previous = self.elo.lock().unwrap().previous.clone();
-        let (baseline_dir, baseline) = match (cfg.baseline, previous) {
+        let (baseline_dir, baseline) = match (&cfg.baseline, previous) {
             (Baseline::Previous, Some((d, v))) => (Some(d), format!("v{v}")),
+            (Baseline::Usi(name), _) => (None, Baseline::usi_label(name)),
             _ => (None, "material".to_string()),
+        };
+        let usi = match &cfg.baseline {
+            Baseline::Usi(name) => Some(UsiBaseline {
+                engine: name.clone(),
+                byoyomi_ms: cfg.byoyomi_ms,
+                time_ms: cfg.time_ms,
+                increment_ms: cfg.increment_ms,
+            }),
+            _ => None,
         };
         let mut rng = Xoshiro256::new(game_seed(cfg.seed, version));
         let specs: Vec<ShardSpec> = cfg
@@ -54,6 +65,7 @@ impl Core {
                 openings: (0..games / 2)
                     .map(|_| self.elo_openings[rng.below(self.elo_openings.len())].clone())
                     .collect(),
+                usi: usi.clone(),
             })
             .collect();
         let shards = specs.len();

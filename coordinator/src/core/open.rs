@@ -166,6 +166,7 @@ impl Core {
             generations: Mutex::new(generations),
             generation_checkpoint_pending: AtomicBool::new(false),
             workers: Mutex::new(HashMap::new()),
+            usi_engines_warned: Mutex::new(Default::default()),
             started: Instant::now(),
             stop_requested: AtomicBool::new(false),
             next_worker: AtomicU64::new(1),

@@ -1,5 +1,5 @@
-//! What the in-process coordinator tests share: a scratch directory, a runtime, and the
-//! pushes a correct worker makes.
+//! What the in-process coordinator tests share: a scratch directory, a runtime, the
+//! pushes a correct worker makes, and a log capture.
 
 #![allow(dead_code)]
 
@@ -66,4 +66,18 @@ pub fn lease(core: &Core, worker: &str) -> v1::Lease {
     let r = core.lease(worker);
     assert_eq!(r.state, v1::lease_reply::State::Leased as i32, "{r:?}");
     r.lease.unwrap()
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -1,19 +1,17 @@
 //! Playing the games of a match: threads claim games in pairs, start their engines, play
-//! each game under the limit and write it as CSA.
+//! each game under the limit (`keima_worker::usi::game`) and write it as CSA.
 
 use super::Ctx;
-use super::limit::Limit;
-use super::tally::{Fault, Tally};
-use crate::usi_client::{BestMove, ClientError, UsiClient};
-use engine_core::records::csa_write::{CsaEnd, CsaRecord, csa_time};
-use engine_core::rules::game::{GameRules, can_declare_win};
-use engine_core::rules::{Color, Game, GameEnd};
+use super::tally::Tally;
+use engine_core::records::csa_write::CsaEnd;
 use indicatif::ProgressBar;
-use std::fmt::Write as _;
+use keima_worker::usi;
+use keima_worker::usi::client::UsiClient;
+use keima_worker::usi::game::Fault;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// One finished game, as the summary lists it.
 pub(super) struct GameReport {
@@ -96,166 +94,22 @@ pub(super) fn worker(
 }
 
 fn play_game(ctx: &Ctx, g: usize, engines: &mut [Option<UsiClient>; 2]) -> Result<GameReport, String> {
-    let args = ctx.args;
     let opening = &ctx.openings[g / 2];
     let engine1_black = g.is_multiple_of(2);
-    let engine_of = |c: Color| if (c == Color::Black) == engine1_black { 0 } else { 1 };
-    let timeout = Duration::from_secs(args.timeout);
-    for (i, slot) in engines.iter_mut().enumerate() {
-        let c = slot.as_mut().expect("started");
-        c.send("usinewgame")
-            .and_then(|_| c.isready(timeout))
-            .map_err(|e| format!("engine{} ({}): {e}", i + 1, c.label()))?;
-    }
-    let name = |i: usize| engines[i].as_ref().map(|c| c.name.clone()).unwrap_or_default();
-    let (black, white) = if engine1_black { (name(0), name(1)) } else { (name(1), name(0)) };
-    let mut record = CsaRecord::new(&black, &white, opening.root);
-    record.event = Some("keima match".to_string());
-    record.start_time = Some(csa_time(SystemTime::now()));
-
-    let mut game = Game::new(opening.root);
-    let mut usi: Vec<String> = Vec::new();
-    for &m in &opening.moves {
-        game.play(m);
-        usi.push(m.to_usi());
-        record.times_ms.push(None);
-    }
-    let rules = GameRules { declaration: false, max_plies: Some(args.max_plies) };
-    let ms = Duration::from_millis;
-    let margin = ms(args.time_margin);
-    // Each engine's remaining main time; clocks restart every game.
-    let mut clock = match ctx.limit {
-        Limit::Clock { main_ms, .. } => [ms(main_ms); 2],
-        _ => [Duration::ZERO; 2],
-    };
-    let mut note = None;
-    let mut fault = None;
-    let end = loop {
-        if let Some(outcome) = game.outcome(&rules) {
-            break match outcome.reason {
-                GameEnd::NoLegalMove => CsaEnd::Tsumi,
-                GameEnd::Repetition => CsaEnd::Sennichite,
-                GameEnd::PerpetualCheck => {
-                    CsaEnd::IllegalAction(outcome.winner.expect("perpetual check has a winner").opponent())
-                }
-                GameEnd::Declaration => CsaEnd::Kachi,
-                GameEnd::MaxPlies => CsaEnd::MaxMoves,
-            };
-        }
-        let side = game.position().side_to_move();
-        let who = engine_of(side);
-        let position = if usi.is_empty() {
-            format!("position {}", opening.root_cmd)
-        } else {
-            format!("position {} moves {}", opening.root_cmd, usi.join(" "))
-        };
-        // The go command and the time this move may use (None: only --timeout bounds it).
-        let (go_cmd, allowed) = match ctx.limit {
-            Limit::Nodes(nodes) => (format!("go nodes {}", nodes[who]), None),
-            Limit::MoveTime(t) => (format!("go movetime {t}"), Some(ms(t))),
-            Limit::Clock { inc_ms, byoyomi_ms, .. } => {
-                let [b, w] = [Color::Black, Color::White].map(|c| clock[engine_of(c)].as_millis());
-                let mut cmd = format!("go btime {b} wtime {w}");
-                if inc_ms > 0 {
-                    let _ = write!(cmd, " binc {inc_ms} winc {inc_ms}");
-                }
-                if byoyomi_ms > 0 {
-                    let _ = write!(cmd, " byoyomi {byoyomi_ms}");
-                }
-                (cmd, Some(clock[who].saturating_add(ms(inc_ms)).saturating_add(ms(byoyomi_ms))))
-            }
-        };
-        let move_timeout = allowed.map_or(timeout, |a| a.saturating_add(margin));
-        let client = engines[who].as_mut().expect("started");
-        let answer = client.go(&position, &go_cmd, move_timeout);
-        if let (Ok((_, used)), Some(allowed)) = (&answer, allowed) {
-            if *used > allowed.saturating_add(margin) {
-                note = Some(format!(
-                    "engine{} lost on time: {} ms used, {} ms allowed + {} ms margin",
-                    who + 1,
-                    used.as_millis(),
-                    allowed.as_millis(),
-                    margin.as_millis()
-                ));
-                fault = Some((who, Fault::TimeLoss));
-                break CsaEnd::TimeUp;
-            }
-            if let Limit::Clock { inc_ms, .. } = ctx.limit {
-                clock[who] = clock[who].saturating_add(ms(inc_ms)).saturating_sub(*used);
-            }
-        }
-        match answer {
-            Ok((BestMove::Resign, _)) => break CsaEnd::Toryo,
-            Ok((BestMove::Win, _)) => {
-                if can_declare_win(game.position()) {
-                    break CsaEnd::Kachi;
-                }
-                note = Some(format!("engine{} declared a win without the conditions", who + 1));
-                fault = Some((who, Fault::IllegalMove));
-                break CsaEnd::IllegalMove;
-            }
-            Ok((BestMove::Move(text), used)) => match game.position().parse_usi_move(&text) {
-                Ok(m) => {
-                    game.play(m);
-                    usi.push(text);
-                    record.times_ms.push(Some(used.as_millis() as u64));
-                }
-                Err(e) => {
-                    note = Some(format!("engine{} played {text:?}: {e}", who + 1));
-                    fault = Some((who, Fault::IllegalMove));
-                    break CsaEnd::IllegalMove;
-                }
-            },
-            Err(e) => {
-                let kind = if matches!(e, ClientError::Timeout(_)) { Fault::TimeLoss } else { Fault::Crash };
-                note = Some(format!("engine{}: {e}", who + 1));
-                fault = Some((who, kind));
-                // A hung or dead engine is replaced before the next game.
-                engines[who] = None;
-                break CsaEnd::TimeUp;
-            }
-        }
-    };
-    let side = game.position().side_to_move();
-    let winner = end.winner(side);
-    let engine1_color = if engine1_black { Color::Black } else { Color::White };
-    let engine1_won = winner.map(|w| w == engine1_color);
-    for (i, slot) in engines.iter_mut().enumerate() {
-        if let Some(c) = slot {
-            let result = match winner {
-                None => "draw",
-                Some(w) if engine_of(w) == i => "win",
-                Some(_) => "lose",
-            };
-            let _ = c.send(&format!("gameover {result}"));
-        }
-    }
-    record.moves = game.moves().to_vec();
-    record.end = Some(end);
-    record.comments.push(format!("opening {} ({} plies)", opening.index, opening.moves.len()));
-    let clock_ms = matches!(ctx.limit, Limit::Clock { .. }).then(|| clock.map(|c| c.as_millis() as u64));
-    if let Some([c0, c1]) = clock_ms {
-        record.comments.push(format!(
-            "time control {}; main time left: engine1 {c0} ms, engine2 {c1} ms",
-            ctx.limit.describe()
-        ));
-    }
-    if let Some(n) = &note {
-        record.comments.push(n.clone());
-    }
-    let file = args.out.join(format!("game_{:04}.csa", g + 1));
-    write_file(&file, &record.to_csa())?;
+    let played = usi::game::play_game(engines, opening, engine1_black, &ctx.settings)?;
+    let file = ctx.args.out.join(format!("game_{:04}.csa", g + 1));
+    write_file(&file, &played.record.to_csa())?;
     Ok(GameReport {
         game: g,
         opening: opening.index,
         engine1_black,
-        engine1_won,
-        end,
-        plies: game.moves().len(),
+        engine1_won: played.engine1_won,
+        end: played.end,
+        plies: played.plies,
         file,
-        note,
-        fault,
-        clock_ms,
+        note: played.note,
+        fault: played.fault,
+        clock_ms: played.clock_ms,
     })
 }
 

@@ -1,56 +1,23 @@
-//! What bounds each move of a match: `--nodes` (and `--nodes2`), `--movetime`, or a clock (`--tc T+I`,
-//! `--byoyomi`), and how it is described in the summary and the records.
+//! What bounds each move of a match, from the arguments: `--nodes` (and `--nodes2`),
+//! `--movetime`, or a clock (`--tc T+I`, `--byoyomi`); `keima_worker::usi::limit` describes it.
 
 use super::MatchArgs;
-use std::fmt::Write as _;
+use keima_worker::usi::limit::Limit;
 
-/// What bounds each move.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Limit {
-    /// Nodes per move of engine1 and engine2 (equal unless `--nodes2` is given).
-    Nodes([u64; 2]),
-    MoveTime(u64),
-    /// A clock per engine, in milliseconds (see the module documentation).
-    Clock {
-        main_ms: u64,
-        inc_ms: u64,
-        byoyomi_ms: u64,
-    },
-}
-
-impl Limit {
-    pub(super) fn from_args(args: &MatchArgs) -> Result<Limit, String> {
-        match (args.nodes, args.movetime, args.tc, args.byoyomi) {
-            (Some(n), ..) => Ok(Limit::Nodes([n, args.nodes2.unwrap_or(n)])),
-            (_, Some(t), ..) => Ok(Limit::MoveTime(t)),
-            (_, _, tc, byoyomi) => {
-                let (main_ms, inc_ms) = tc.unwrap_or((0, 0));
-                let byoyomi_ms = byoyomi.unwrap_or(0);
-                if main_ms == 0 && inc_ms == 0 && byoyomi_ms == 0 {
-                    return Err("--tc / --byoyomi: the clock gives no time at all; use e.g. --tc 10+0.1 or \
-                                --byoyomi 1000"
-                        .to_string());
-                }
-                Ok(Limit::Clock { main_ms, inc_ms, byoyomi_ms })
+/// The limit the arguments give: `--nodes` (and `--nodes2`), `--movetime`, or a clock.
+pub(super) fn limit_from_args(args: &MatchArgs) -> Result<Limit, String> {
+    match (args.nodes, args.movetime, args.tc, args.byoyomi) {
+        (Some(n), ..) => Ok(Limit::Nodes([n, args.nodes2.unwrap_or(n)])),
+        (_, Some(t), ..) => Ok(Limit::MoveTime(t)),
+        (_, _, tc, byoyomi) => {
+            let (main_ms, inc_ms) = tc.unwrap_or((0, 0));
+            let byoyomi_ms = byoyomi.unwrap_or(0);
+            if main_ms == 0 && inc_ms == 0 && byoyomi_ms == 0 {
+                return Err("--tc / --byoyomi: the clock gives no time at all; use e.g. --tc 10+0.1 or \
+                            --byoyomi 1000"
+                    .to_string());
             }
-        }
-    }
-
-    /// For the summary and the records: `nodes 300`, `10+0.1 s`, `60+0 s, byoyomi 1000 ms`.
-    pub(super) fn describe(self) -> String {
-        match self {
-            Limit::Nodes([a, b]) if a == b => format!("nodes {a}"),
-            Limit::Nodes([a, b]) => format!("nodes {a} (engine1), {b} (engine2)"),
-            Limit::MoveTime(t) => format!("movetime {t} ms"),
-            Limit::Clock { main_ms: 0, inc_ms: 0, byoyomi_ms } => format!("byoyomi {byoyomi_ms} ms"),
-            Limit::Clock { main_ms, inc_ms, byoyomi_ms } => {
-                let secs = |ms: u64| ms as f64 / 1000.0;
-                let mut d = format!("{}+{} s", secs(main_ms), secs(inc_ms));
-                if byoyomi_ms > 0 {
-                    let _ = write!(d, ", byoyomi {byoyomi_ms} ms");
-                }
-                d
-            }
+            Ok(Limit::Clock { main_ms, inc_ms, byoyomi_ms })
         }
     }
 }
@@ -92,15 +59,5 @@ mod tests {
             let e = parse_tc(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn limits_describe_themselves() {
-        let clock = |main_ms, inc_ms, byoyomi_ms| Limit::Clock { main_ms, inc_ms, byoyomi_ms };
-        assert_eq!(clock(10_000, 100, 0).describe(), "10+0.1 s");
-        assert_eq!(clock(60_000, 0, 1000).describe(), "60+0 s, byoyomi 1000 ms");
-        assert_eq!(clock(0, 0, 100).describe(), "byoyomi 100 ms");
-        assert_eq!(Limit::Nodes([300, 300]).describe(), "nodes 300");
-        assert_eq!(Limit::Nodes([300, 3000]).describe(), "nodes 300 (engine1), 3000 (engine2)");
     }
 }

@@ -20,20 +20,22 @@ mod report;
 mod tally;
 
 use super::CommandResult;
-use crate::usi_client::engine_argv;
 use clap::{ArgGroup, Args};
 use engine_core::play::sprt::Sprt;
 use engine_core::rng::SplitMix64;
-use engine_core::rules::{Move, Position, UsiPosition};
+use engine_core::rules::{Position, UsiPosition};
 use engine_core::teacher::load_openings;
 use game::worker;
 use indicatif::{ProgressBar, ProgressStyle};
-use limit::{Limit, parse_tc};
+use keima_worker::usi::client::engine_argv;
+use keima_worker::usi::game::{GameSettings, UsiOpening};
+use limit::{limit_from_args, parse_tc};
 use report::{print_table, summary_json};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 use tally::Tally;
 
 #[derive(Args)]
@@ -117,15 +119,6 @@ pub struct MatchArgs {
     json: bool,
 }
 
-/// The opening of a game pair: its number in the (shuffled) file, and where it starts.
-struct Opening {
-    index: usize,
-    /// `startpos` or `sfen <sfen>`.
-    root_cmd: String,
-    root: Position,
-    moves: Vec<Move>,
-}
-
 /// How to start an engine: its command line and the USI options to set.
 struct EngineSpec {
     argv: Vec<String>,
@@ -136,8 +129,9 @@ struct EngineSpec {
 struct Ctx<'a> {
     args: &'a MatchArgs,
     engines: [EngineSpec; 2],
-    openings: Vec<Opening>,
-    limit: Limit,
+    /// One per game pair: its number in the (shuffled) file, and where it starts.
+    openings: Vec<UsiOpening>,
+    settings: GameSettings,
     /// An engine could not be started or a record not written: stop everything.
     abort: AtomicBool,
     /// The SPRT decided: start no new pair.
@@ -157,12 +151,12 @@ fn parse_options(list: &[String], flag: &str) -> Result<Vec<(String, String)>, S
 
 /// The openings of the games, one per pair: `--openings` (shuffled with `--seed`), taken
 /// in order from `--opening-start` and wrapping around; without it the initial position.
-fn pick_openings(args: &MatchArgs) -> Result<Vec<Opening>, String> {
+fn pick_openings(args: &MatchArgs) -> Result<Vec<UsiOpening>, String> {
     let needed = args.games.div_ceil(2);
     let Some(path) = &args.openings else {
         let root = Position::startpos();
         return Ok((0..needed)
-            .map(|i| Opening { index: i, root_cmd: "startpos".to_string(), root, moves: Vec::new() })
+            .map(|i| UsiOpening { index: i, root_cmd: "startpos".to_string(), root, moves: Vec::new() })
             .collect());
     };
     let mut openings = load_openings(path).map_err(|e| format!("--openings {e}"))?;
@@ -176,7 +170,7 @@ fn pick_openings(args: &MatchArgs) -> Result<Vec<Opening>, String> {
     Ok((0..needed)
         .map(|k| {
             let o = &openings[(args.opening_start + k) % openings.len()];
-            Opening {
+            UsiOpening {
                 index: args.opening_start + k,
                 root_cmd: UsiPosition::format(&o.start, []),
                 root: o.start,
@@ -197,7 +191,7 @@ pub fn run(args: MatchArgs) -> CommandResult {
             args.games + 1
         ));
     }
-    let limit = Limit::from_args(&args)?;
+    let limit = limit_from_args(&args)?;
     let engines = [
         EngineSpec { argv: engine_argv(&args.engine1)?, options: parse_options(&args.option1, "--option1")? },
         EngineSpec { argv: engine_argv(&args.engine2)?, options: parse_options(&args.option2, "--option2")? },
@@ -208,7 +202,13 @@ pub fn run(args: MatchArgs) -> CommandResult {
         args: &args,
         engines,
         openings,
-        limit,
+        settings: GameSettings {
+            limit,
+            max_plies: args.max_plies,
+            time_margin: Duration::from_millis(args.time_margin),
+            timeout: Duration::from_secs(args.timeout),
+            event: "keima match".to_string(),
+        },
         abort: AtomicBool::new(false),
         stop: AtomicBool::new(false),
     };

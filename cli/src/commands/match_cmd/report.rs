@@ -2,9 +2,9 @@
 
 use super::MatchArgs;
 use super::game::GameReport;
-use super::limit::Limit;
 use super::tally::{Tally, sprt_result};
 use engine_core::play::match_stats::format_elo;
+use keima_worker::usi::limit::Limit;
 use serde_json::json;
 use std::fmt::Write as _;
 

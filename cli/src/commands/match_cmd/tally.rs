@@ -3,19 +3,9 @@
 
 use engine_core::play::MatchStats;
 use engine_core::play::sprt::{Pentanomial, Sprt, SprtStatus};
+use keima_worker::usi::game::Fault;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-
-/// Why a game was lost by an engine's fault rather than on the board.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Fault {
-    /// Took longer than allowed (or gave no `bestmove` in time).
-    TimeLoss,
-    /// Played an illegal move or declared a win without the conditions.
-    IllegalMove,
-    /// The process exited or closed its pipes.
-    Crash,
-}
 
 /// The first time the LLR left its bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
