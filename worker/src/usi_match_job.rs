@@ -9,6 +9,7 @@ use crate::usi::client::{UsiClient, engine_argv};
 use crate::usi::engines::UsiEngine;
 use crate::usi::game::{Fault, GameSettings, UsiOpening, play_game};
 use crate::usi::limit::Limit;
+use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::play::{MatchStats, Pentanomial};
 use engine_core::rules::UsiPosition;
 use engine_core::teacher::Opening;
@@ -34,6 +35,11 @@ struct Side {
 
 /// The checkpoint under test, as `keima match --engine1 self --option1 EvalDir=...` plays it.
 fn tested_side(eval_dir: &str) -> Result<Side, String> {
+    // `keima usi` answers an EvalDir it cannot load with an info line and plays on with
+    // material only, which would measure the wrong eval: check the export here (it maps
+    // the three files and checks their sizes; nothing is read).
+    load_kppt_dir(Path::new(eval_dir))
+        .map_err(|e| format!("the checkpoint's export {eval_dir:?} cannot be loaded: {e}"))?;
     let mut options =
         vec![("Threads".to_string(), "1".to_string()), ("EvalDir".to_string(), eval_dir.to_string())];
     let patterns = Path::new(eval_dir).join(PATTERN_FILE);
@@ -168,14 +174,38 @@ mod tests {
         }
     }
 
+    /// A KPPT directory of zeros (sparse files of the standard sizes: nothing is written).
+    fn zero_eval_dir() -> std::path::PathBuf {
+        use engine_core::eval::kppt::{KK_LEN, KKP_LEN, KPP_LEN};
+        use engine_core::eval::kppt_file::{KK_FILE, KKP_FILE, KPP_FILE};
+        let dir = std::env::temp_dir().join(format!("keima-usi-match-eval-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // KK and KKP hold [i32; 2] per entry, KPP [i16; 2].
+        for (name, bytes) in [(KK_FILE, KK_LEN * 8), (KKP_FILE, KKP_LEN * 8), (KPP_FILE, KPP_LEN * 4)] {
+            std::fs::File::create(dir.join(name)).unwrap().set_len(bytes as u64).unwrap();
+        }
+        dir
+    }
+
     #[test]
     fn only_a_declared_engine_is_played() {
         let declared =
             [UsiEngine { name: "gps".into(), argv: vec!["/nonexistent/gpsusi".into()], options: Vec::new() }];
         let e = run(&spec("fairy"), &declared, 1, &AtomicU64::new(0)).unwrap_err();
         assert!(e.contains("no USI engine \"fairy\""), "{e}");
-        // The declared command is what would be started (here it does not exist).
+        // An export that cannot be loaded is refused before any engine starts: `keima usi`
+        // would otherwise play it as material only.
         let e = run(&spec("gps"), &declared, 1, &AtomicU64::new(0)).unwrap_err();
+        assert!(e.contains("export \"no/such/dir\" cannot be loaded"), "{e}");
+        // With a loadable export, the declared command is what would be started (here it
+        // does not exist).
+        let eval = zero_eval_dir();
+        let mut with_eval = spec("gps");
+        if let ShardSpec::Match { eval_dir, .. } = &mut with_eval {
+            *eval_dir = eval.to_string_lossy().into_owned();
+        }
+        let e = run(&with_eval, &declared, 1, &AtomicU64::new(0)).unwrap_err();
+        std::fs::remove_dir_all(&eval).unwrap();
         assert!(e.contains("/nonexistent/gpsusi"), "{e}");
         let mut in_process = spec("gps");
         if let ShardSpec::Match { usi, .. } = &mut in_process {
