@@ -27,7 +27,7 @@ pub fn check(engines: &BTreeMap<String, UsiEngineConfig>) -> Result<(), ConfigEr
             return Err(ConfigError::invalid(key(" command"), "empty: give the engine's command line"));
         }
         for (option, value) in &e.options {
-            if option.is_empty() || option.contains(char::is_whitespace) || value.contains(['\n', '\r']) {
+            if !keima_proto::usi_engine_name::option_is_plain(option, value) {
                 return Err(ConfigError::invalid(
                     key(" options"),
                     format!("{option:?} = {value:?}: a name is one word, a value one line"),

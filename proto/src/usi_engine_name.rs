@@ -24,6 +24,12 @@ fn shown(name: &str) -> String {
     name.chars().take(MAX_LEN + 8).collect()
 }
 
+/// A USI option set on a declared engine (`setoption name OPTION value VALUE`): the name
+/// one word, the value one line, so that neither can add a command of its own.
+pub fn option_is_plain(option: &str, value: &str) -> bool {
+    !option.is_empty() && !option.contains(char::is_whitespace) && !value.contains(['\n', '\r'])
+}
+
 /// Accepts 1 to [`MAX_LEN`] ASCII letters, digits, `-` and `_`.
 pub fn check(name: &str) -> Result<(), EngineNameError> {
     if name.is_empty() {

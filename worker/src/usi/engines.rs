@@ -53,7 +53,7 @@ pub fn declare(engines: &[String], options: &[String]) -> Result<Vec<UsiEngine>,
         let (name, setting) = flag.split_once(':').ok_or_else(syntax)?;
         let (option, value) = setting.split_once('=').ok_or_else(syntax)?;
         let (option, value) = (option.trim(), value.trim());
-        if option.is_empty() || option.contains(char::is_whitespace) || value.contains(['\n', '\r']) {
+        if !usi_engine_name::option_is_plain(option, value) {
             return Err(syntax());
         }
         let engine = out
