@@ -82,6 +82,19 @@ pub fn render(core: &Core) -> String {
         metric("elo", "gauge", &format!("Elo {help}"), value(p.elo));
         metric("elo_lower", "gauge", &format!("Lower Elo bound {help}"), value(p.elo_lower));
         metric("elo_upper", "gauge", &format!("Upper Elo bound {help}"), value(p.elo_upper));
+        metric("elo_games", "gauge", "Games of the newest matched checkpoint.", p.games.to_string());
+        metric(
+            "elo_time_losses",
+            "gauge",
+            "Games of the newest matched checkpoint that it lost on time.",
+            p.time_losses.to_string(),
+        );
+        metric(
+            "elo_baseline_time_losses",
+            "gauge",
+            "Games of the newest matched checkpoint that its baseline lost on time.",
+            p.baseline_time_losses.to_string(),
+        );
     }
     let generation = core.generation();
     metric("generation", "gauge", "The generation being trained (0-based).", generation.to_string());

@@ -253,4 +253,8 @@ fn usi_match_shards_go_only_to_workers_that_declared_the_engine() {
     assert_eq!(lines[0]["baseline"], "usi:gps");
     assert_eq!((lines[0]["games"].as_u64(), lines[0]["time_losses"].as_u64()), (Some(4), Some(1)));
     assert_eq!(lines[0]["baseline_time_losses"].as_u64(), Some(1));
+    let prometheus = keima_coordinator::metrics::render(&core);
+    assert!(prometheus.contains("keima_elo_games 4\n"), "{prometheus}");
+    assert!(prometheus.contains("keima_elo_time_losses 1\n"), "{prometheus}");
+    assert!(prometheus.contains("keima_elo_baseline_time_losses 1\n"), "{prometheus}");
 }
