@@ -264,6 +264,26 @@ impl Core {
         }
     }
 
+    /// The external USI engines that pending match shards wait for and that no live
+    /// worker declared, sorted: those shards cannot start until such a worker registers.
+    pub fn usi_engines_missing(&self) -> Vec<String> {
+        let waited: Vec<String> =
+            self.queue.lock().unwrap().usi_engines_waited_for().into_iter().map(str::to_string).collect();
+        if waited.is_empty() {
+            return waited;
+        }
+        let limit = self.alive_since_ms();
+        let workers = self.workers.lock().unwrap();
+        waited
+            .into_iter()
+            .filter(|engine| {
+                !workers
+                    .values()
+                    .any(|w| w.last_seen_ms >= limit && w.usi_engines.iter().any(|e| e == engine))
+            })
+            .collect()
+    }
+
     /// Marks a worker as seen; false if the id is unknown (not registered with this run).
     pub fn touch(&self, worker_id: &str) -> bool {
         match self.workers.lock().unwrap().get_mut(worker_id) {
@@ -280,9 +300,13 @@ impl Core {
         self.workers.lock().unwrap().len()
     }
 
+    /// Workers seen at or after this time (ms) count as alive.
+    fn alive_since_ms(&self) -> u64 {
+        now_ms().saturating_sub(self.lease_ms().max(3 * self.cfg.coordinator.heartbeat_ms as u64))
+    }
+
     pub fn workers_alive(&self) -> u64 {
-        let limit =
-            now_ms().saturating_sub(self.lease_ms().max(3 * self.cfg.coordinator.heartbeat_ms as u64));
+        let limit = self.alive_since_ms();
         self.workers.lock().unwrap().values().filter(|w| w.last_seen_ms >= limit).count() as u64
     }
 

@@ -401,5 +401,6 @@ pub fn status_of(core: &Core) -> v1::StatusReply {
         server_faults: t.server_faults,
         teacher_records_kept: t.teacher_records_kept,
         cpu_seconds: t.training_cpu_seconds(),
+        usi_engines_missing: core.usi_engines_missing(),
     }
 }

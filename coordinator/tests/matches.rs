@@ -227,8 +227,11 @@ fn usi_match_shards_go_only_to_workers_that_declared_the_engine() {
         1,
         "{logged}"
     );
+    let status = keima_coordinator::service::status_of(&core);
+    assert_eq!(status.usi_engines_missing, ["gps"], "keima status says what the shards wait for");
     let with_gps =
         rt.block_on(svc.register(Request::new(register("gps", &["gps"])))).unwrap().into_inner().worker_id;
+    assert!(keima_coordinator::service::status_of(&core).usi_engines_missing.is_empty());
     let l = lease(&core, &with_gps);
     assert_eq!(l.shard_id, 2);
     let Some(v1::lease::Kind::Match(m)) = &l.kind else { panic!("{l:?}") };

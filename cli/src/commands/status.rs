@@ -37,7 +37,7 @@ pub fn run(a: StatusArgs) -> CommandResult {
                 "duplicate_pushes": s.duplicate_pushes, "stale_pushes": s.stale_pushes,
                 "mean_staleness": s.mean_staleness, "finished": s.finished, "elapsed_s": s.elapsed_s,
                 "server_faults": s.server_faults, "teacher_records_kept": s.teacher_records_kept,
-                "cpu_hours": s.cpu_seconds / 3600.0,
+                "cpu_hours": s.cpu_seconds / 3600.0, "usi_engines_missing": s.usi_engines_missing,
             })
         );
         return Ok(ExitCode::SUCCESS);
@@ -70,5 +70,11 @@ pub fn run(a: StatusArgs) -> CommandResult {
     );
     println!("records   {} teacher records kept", s.teacher_records_kept);
     println!("cpu       {:.3} CPU-hours of training", s.cpu_seconds / 3600.0);
+    for engine in &s.usi_engines_missing {
+        println!(
+            "waiting   match shards need the USI engine {engine:?}, which no live worker declared: start one \
+             with `keima worker --usi-engine {engine}=COMMAND`"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
