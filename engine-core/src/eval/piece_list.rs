@@ -16,6 +16,9 @@ pub struct ChangedPieces {
     pub ids: [u8; 2],
     pub old_fb: [BonaPiece; 2],
     pub old_fw: [BonaPiece; 2],
+    /// A drop: the hand slot the piece left, which its undo must give back to it (a
+    /// capture in between may have reused the slot).
+    pub drop_slot: u8,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -96,6 +99,7 @@ impl PieceList {
                 let i = after.hand(mover).count(pt) as usize;
                 let id = self.hand_ids[mover.index()][pt.hand_index().unwrap()][i];
                 self.set(id, board_piece(mover, pt, to), &mut changed);
+                changed.drop_slot = i as u8;
                 self.id_on_square[to.index()] = id;
             }
             Some(from) => {
@@ -128,7 +132,11 @@ impl PieceList {
             self.fw[id] = changed.old_fw[i];
         }
         match delta.from {
-            None => self.id_on_square[delta.to.index()] = NO_ID,
+            None => {
+                self.id_on_square[delta.to.index()] = NO_ID;
+                let kind = delta.moved.piece_type().hand_index().expect("dropped pieces have a hand kind");
+                self.hand_ids[delta.moved.color().index()][kind][changed.drop_slot as usize] = changed.ids[0];
+            }
             Some(from) => {
                 let moved_id = if delta.moved.piece_type() == PieceType::King {
                     NO_ID
@@ -146,6 +154,88 @@ impl PieceList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every board piece has the id its square names, with that square's BonaPieces;
+    /// every hand slot in use names a distinct piece with the BonaPieces of that slot.
+    fn check_consistent(list: &PieceList, pos: &Position) -> Result<(), String> {
+        let mut seen = [false; PIECE_LIST_LEN];
+        let mut claim = |id: u8, (b, w): (BonaPiece, BonaPiece), place: String| {
+            if id == NO_ID || seen[id as usize] {
+                return Err(format!("{place}: id {id} missing or used twice"));
+            }
+            seen[id as usize] = true;
+            if (list.fb[id as usize], list.fw[id as usize]) != (b, w) {
+                return Err(format!("{place}: id {id} has the wrong BonaPieces"));
+            }
+            Ok(())
+        };
+        for sq in Square::all() {
+            let p = pos.piece_on(sq);
+            let id = list.id_on_square[sq.index()];
+            if p.is_empty() || p.piece_type() == PieceType::King {
+                if id != NO_ID {
+                    return Err(format!("{sq:?} is empty but names id {id}"));
+                }
+            } else {
+                claim(id, board_piece(p.color(), p.piece_type(), sq), format!("{sq:?}"))?;
+            }
+        }
+        for color in Color::ALL {
+            for pt in PieceType::HAND {
+                for i in 0..pos.hand(color).count(pt) {
+                    let id = list.hand_ids[color.index()][pt.hand_index().unwrap()][i as usize];
+                    claim(id, hand_piece(color, pt, i), format!("{color:?} hand {pt:?} slot {i}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A search's walk: moves tried and taken back in a tree, drops and captures
+    /// preferred, so that a drop's hand slot is reused by a capture below it before the
+    /// drop is undone (which once left the slot naming the captured piece: the next drop
+    /// then moved a piece that was on the board).
+    #[test]
+    fn list_stays_consistent_through_a_tree_of_moves_and_undos() {
+        fn walk(
+            pos: &mut Position,
+            list: &mut PieceList,
+            depth: u32,
+            rng: &mut crate::rng::SplitMix64,
+        ) -> u64 {
+            let moves: Vec<_> = pos.legal_moves().iter().copied().collect();
+            if depth == 0 || moves.is_empty() {
+                return 0;
+            }
+            let preferred: Vec<_> =
+                moves.iter().copied().filter(|m| m.is_drop() || !pos.piece_on(m.to()).is_empty()).collect();
+            let mut checked = 0;
+            for _ in 0..3 {
+                let from =
+                    if !preferred.is_empty() && rng.below(4) != 0 { &preferred[..] } else { &moves[..] };
+                let m = from[rng.below(from.len())];
+                let d = pos.do_move(m);
+                let ch = list.apply(&d, pos);
+                check_consistent(list, pos).unwrap_or_else(|e| panic!("after {m}: {e} at {}", pos.to_sfen()));
+                checked += 1 + walk(pos, list, depth - 1, rng);
+                list.revert(&d, &ch);
+                pos.undo_move(&d);
+                check_consistent(list, pos)
+                    .unwrap_or_else(|e| panic!("after undoing {m}: {e} at {}", pos.to_sfen()));
+            }
+            checked
+        }
+        crate::rules::attacks::init();
+        let mut rng = crate::rng::SplitMix64::new(0x5eed_0fd4_0b00);
+        let mut checked = 0;
+        for (n, start) in crate::rules::random_walk::capture_heavy_suite(40, 21).iter().enumerate() {
+            let mut pos = *start;
+            let mut list = PieceList::new(&pos);
+            check_consistent(&list, &pos).unwrap_or_else(|e| panic!("position {n} as built: {e}"));
+            checked += walk(&mut pos, &mut list, 5, &mut rng);
+        }
+        assert!(checked > 10_000, "{checked} positions checked");
+    }
 
     #[test]
     fn incremental_list_equals_rebuilt_list_as_a_multiset() {
