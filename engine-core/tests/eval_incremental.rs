@@ -301,3 +301,62 @@ fn incremental_equals_full_through_a_tree_of_moves_and_undos() {
     }
     assert!(checked > 8_000, "{checked} positions checked");
 }
+
+/// A lazy update may start several plies back: each position in between is brought up
+/// to date in turn on the piece list as it was there (a piece that moved twice, a
+/// recapture on the same square, a king move in the chain). With captures preferred and
+/// evaluations far apart, every gap from one to eight plies must still give the full
+/// recomputation's value.
+#[test]
+fn lazy_update_across_several_unevaluated_plies_equals_full() {
+    let tables = Arc::new(KpptTables::random(13, 3000));
+    let eval = Evaluator::with_kppt(tables);
+    let mut rng = Rng(2024);
+    let mut by_gap = [0u32; 9];
+    let (mut with_king_move, mut with_recapture) = (0u32, 0u32);
+    for game in 0..300 {
+        let mut pos = Position::startpos();
+        let mut state = eval.new_state(&pos);
+        let mut gap = 0usize;
+        let (mut king_in_gap, mut recapture_in_gap) = (false, false);
+        let mut last_to = None;
+        for ply in 0..150 {
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            let caps: Vec<_> =
+                moves.iter().copied().filter(|m| !m.is_drop() && !pos.piece_on(m.to()).is_empty()).collect();
+            let m = if !caps.is_empty() && !rng.next().is_multiple_of(3) {
+                caps[(rng.next() % caps.len() as u64) as usize]
+            } else {
+                moves[(rng.next() % moves.len() as u64) as usize]
+            };
+            let d = pos.do_move(m);
+            eval.do_move(&mut state, &d, &pos);
+            gap += 1;
+            king_in_gap |= d.moved.piece_type() == PieceType::King;
+            recapture_in_gap |= d.is_capture() && last_to == Some(d.to);
+            last_to = Some(d.to);
+            if rng.next() % 8 < 2 || gap == 8 {
+                assert_eq!(
+                    eval.evaluate(&mut state, &pos),
+                    eval.evaluate_full(&pos),
+                    "game {game} ply {ply}: {gap} plies after the last evaluation, at {}",
+                    pos.to_sfen()
+                );
+                by_gap[gap] += 1;
+                with_king_move += (king_in_gap && gap > 1) as u32;
+                with_recapture += (recapture_in_gap && gap > 1) as u32;
+                gap = 0;
+                king_in_gap = false;
+                recapture_in_gap = false;
+            }
+        }
+    }
+    println!(
+        "evaluations by gap {by_gap:?}; {with_king_move} with a king move, {with_recapture} with a recapture"
+    );
+    assert!(by_gap[1..].iter().all(|&n| n >= 50), "every gap 1-8 must be checked: {by_gap:?}");
+    assert!(with_king_move >= 100 && with_recapture >= 500, "{with_king_move} / {with_recapture}");
+}

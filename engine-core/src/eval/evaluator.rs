@@ -1,11 +1,12 @@
 //! The evaluation Keima searches with and trains: material + KPPT (+ patterns), each part
 //! switchable, with a differential update driven by `MoveDelta`s.
 
+use super::bona_piece::BonaPiece;
 use super::kppt::{FV_SCALE, KingRefreshCache, KpptSum, KpptTables};
 use super::material::{material, material_delta};
 use super::patterns::{PatternSet, PatternSums};
-use super::piece_list::{ChangedPieces, PieceList};
-use crate::rules::{Color, MoveDelta, Position};
+use super::piece_list::{ChangedPieces, PIECE_LIST_LEN, PieceList};
+use crate::rules::{Color, MoveDelta, Position, Square};
 use std::sync::Arc;
 
 /// An evaluation's value and its parts, each from the side to move's view. `eval` is
@@ -28,14 +29,51 @@ pub struct Evaluator {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
     kppt: KpptSum,
-    /// `kppt` is computed lazily, when the position is evaluated or a move is made from
-    /// it: a search never pays for the KPPT update of a node it cuts off before either.
+    /// `kppt` is computed lazily, when this position or one after it is evaluated (see
+    /// [`Evaluator::prepare`]).
     kppt_ready: bool,
     material: i32,
     patterns: PatternSums,
     changed: ChangedPieces,
     /// The colour whose king the move that led here moved, if any.
     moved_king: Option<Color>,
+    /// Both kings' squares here (a lazy update of this entry may come plies later).
+    kings: [Option<Square>; 2],
+}
+
+/// Computes the sums of `stack[j]` from those of `stack[j - 1]` (which must have them);
+/// `fb`/`fw` are the piece list at `j`.
+#[inline]
+fn update_entry(
+    t: &KpptTables,
+    stack: &mut [Entry],
+    j: usize,
+    fb: &[BonaPiece; PIECE_LIST_LEN],
+    fw: &[BonaPiece; PIECE_LIST_LEN],
+    king_cache: &mut KingRefreshCache,
+) {
+    let e = stack[j];
+    let mut sum = stack[j - 1].kppt;
+    match e.kings {
+        [Some(bk), Some(wk)] => {
+            let c = &e.changed;
+            t.update_after(
+                &mut sum,
+                e.moved_king,
+                &c.ids[..c.count],
+                &c.old_fb[..c.count],
+                &c.old_fw[..c.count],
+                bk,
+                wk,
+                fb,
+                fw,
+                king_cache,
+            );
+        }
+        _ => sum = KpptSum::default(),
+    }
+    stack[j].kppt = sum;
+    stack[j].kppt_ready = true;
 }
 
 /// Per-game incremental state: the piece list and one entry per ply.
@@ -70,6 +108,7 @@ impl Evaluator {
             patterns,
             changed: ChangedPieces::default(),
             moved_king: None,
+            kings: [pos.king_square(Color::Black), pos.king_square(Color::White)],
         }
     }
 
@@ -82,15 +121,8 @@ impl Evaluator {
     /// Updates `state` after `delta` was played; `after` is the new position. Material and
     /// patterns are updated now, KPPT when needed (see [`Evaluator::prepare`]).
     pub fn do_move(&self, state: &mut EvalState, delta: &MoveDelta, after: &Position) {
-        // The previous position must have its sums before the list changes: the new
-        // position's are computed from them.
         let moved_king =
             (delta.moved.piece_type() == crate::rules::PieceType::King).then(|| delta.moved.color());
-        let mut kings = [after.king_square(Color::Black), after.king_square(Color::White)];
-        if let (Some(c), Some(from)) = (moved_king, delta.from) {
-            kings[c.index()] = Some(from);
-        }
-        self.prepare_with_kings(state, kings);
         let changed = state.list.apply(delta, after);
         let prev = *state.stack.last().expect("state has a root entry");
         let mut entry = Entry {
@@ -100,6 +132,7 @@ impl Evaluator {
             patterns: prev.patterns,
             changed,
             moved_king,
+            kings: [after.king_square(Color::Black), after.king_square(Color::White)],
         };
         if let Some(p) = &self.patterns {
             p.update(&mut entry.patterns, delta, after);
@@ -110,7 +143,7 @@ impl Evaluator {
             let full = self.full_entry(after, &state.list);
             debug_assert_eq!(entry.material, full.material, "material differs after {}", delta.mv);
             debug_assert_eq!(entry.patterns, full.patterns, "patterns differ after {}", delta.mv);
-            self.prepare(state, after);
+            self.prepare(state);
             let top = state.stack.last().expect("pushed");
             debug_assert_eq!(top.kppt, full.kppt, "incremental KPPT differs after {}", delta.mv);
         }
@@ -121,16 +154,15 @@ impl Evaluator {
         state.list.revert(delta, &entry.changed);
     }
 
-    /// Computes the KPPT sums of the current position of `state` (whose position is
-    /// `pos`) if they are not yet: from the previous position's by the move's change, or
-    /// from scratch when the previous position was never evaluated either.
+    /// Computes the KPPT sums of the current position of `state` if they are not yet.
+    ///
+    /// Sums are computed only when a position, or one after it, is evaluated: a node whose
+    /// static evaluation came from the transposition table and whose children were all
+    /// cut off before evaluating costs no KPPT work. When they are needed, every position
+    /// back to the nearest one with sums is updated in turn (one move's change each, on
+    /// the piece list as it was there), so that later siblings find their parent ready.
     #[inline]
-    pub fn prepare(&self, state: &mut EvalState, pos: &Position) {
-        self.prepare_with_kings(state, [pos.king_square(Color::Black), pos.king_square(Color::White)]);
-    }
-
-    #[inline]
-    fn prepare_with_kings(&self, state: &mut EvalState, kings: [Option<crate::rules::Square>; 2]) {
+    pub fn prepare(&self, state: &mut EvalState) {
         let n = state.stack.len();
         if state.stack[n - 1].kppt_ready {
             return;
@@ -139,35 +171,30 @@ impl Evaluator {
             state.stack[n - 1].kppt_ready = true;
             return;
         };
-        let sum = match (kings[0], kings[1]) {
-            (Some(bk), Some(wk)) => {
-                let top = state.stack[n - 1];
-                if n >= 2 && state.stack[n - 2].kppt_ready {
-                    let mut sum = state.stack[n - 2].kppt;
-                    t.update_after(
-                        &mut sum,
-                        top.moved_king,
-                        &top.changed,
-                        bk,
-                        wk,
-                        &state.list,
-                        &mut state.king_cache,
-                    );
-                    sum
-                } else {
-                    t.compute(bk, wk, &state.list)
-                }
-            }
-            _ => KpptSum::default(),
-        };
-        let top = &mut state.stack[n - 1];
-        top.kppt = sum;
-        top.kppt_ready = true;
+        let EvalState { list, stack, king_cache } = state;
+        // The root entry always has its sums.
+        let mut base = n - 2;
+        while !stack[base].kppt_ready {
+            base -= 1;
+        }
+        if base == n - 2 {
+            update_entry(t, stack, n - 1, list.black_view(), list.white_view(), king_cache);
+            return;
+        }
+        // The list as it was at `base`, then forward one move at a time.
+        let (mut fb, mut fw) = (*list.black_view(), *list.white_view());
+        for e in stack[base + 1..].iter().rev() {
+            e.changed.revert_views(&mut fb, &mut fw);
+        }
+        for j in base + 1..n {
+            stack[j].changed.apply_views(&mut fb, &mut fw);
+            update_entry(t, stack, j, &fb, &fw, king_cache);
+        }
     }
 
     /// Value of the current position of `state` (whose side to move is `pos`'s).
     pub fn evaluate(&self, state: &mut EvalState, pos: &Position) -> EvalParts {
-        self.prepare(state, pos);
+        self.prepare(state);
         let e = state.stack.last().expect("state has a root entry");
         self.parts(e, pos.side_to_move())
     }
@@ -193,8 +220,8 @@ impl Evaluator {
     }
 
     /// The raw KPPT sums of the current entry (for tests and the learner).
-    pub fn kppt_sum(&self, state: &mut EvalState, pos: &Position) -> KpptSum {
-        self.prepare(state, pos);
+    pub fn kppt_sum(&self, state: &mut EvalState) -> KpptSum {
+        self.prepare(state);
         state.stack.last().expect("root entry").kppt
     }
 }

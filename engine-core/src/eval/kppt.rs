@@ -5,7 +5,7 @@
 //! seen from Black's king, the KPP sum seen from White's (inverted) king, and KK + KKP.
 
 use super::bona_piece::{BonaPiece, FE_END};
-use super::piece_list::{ChangedPieces, PIECE_LIST_LEN, PieceList};
+use super::piece_list::{PIECE_LIST_LEN, PieceList};
 use crate::rules::{Color, Square};
 
 pub const FV_SCALE: i32 = 32;
@@ -238,44 +238,42 @@ impl KpptTables {
         sum
     }
 
-    /// Updates `sum` after a move, described by whose king it moved (if any) and the
-    /// pieces it changed. `list` is already updated; `bk`/`wk` are the kings after the
-    /// move. A king move recomputes that king's half (see
-    /// [`KpptTables::half_after_king_move`]) and KK/KKP; any other move touches only the
-    /// changed pieces' terms.
+    /// Updates `sum` after a move: `fb`/`fw` are the piece list after it (Black's and
+    /// White's view), `bk`/`wk` the kings, `ids` the list entries it changed with their
+    /// BonaPieces before it (`old_fb`, `old_fw`). A king move recomputes that king's half
+    /// (see [`KpptTables::half_after_king_move`]) and KK/KKP; any other move touches only
+    /// the changed pieces' terms.
     #[allow(clippy::too_many_arguments)]
     pub fn update_after(
         &self,
         sum: &mut KpptSum,
         moved_king: Option<Color>,
-        changed: &ChangedPieces,
+        ids: &[u8],
+        old_fb: &[BonaPiece],
+        old_fw: &[BonaPiece],
         bk: Square,
         wk: Square,
-        list: &PieceList,
+        fb: &[BonaPiece; PIECE_LIST_LEN],
+        fw: &[BonaPiece; PIECE_LIST_LEN],
         cache: &mut KingRefreshCache,
     ) {
-        let ids = &changed.ids[..changed.count];
-        match moved_king {
-            Some(Color::Black) => {
-                sum.black_kpp =
-                    self.half_after_king_move(bk, list.black_view(), &mut cache.halves[0][bk.index()])
-            }
-            _ => add(&mut sum.black_kpp, self.half_delta(bk, list.black_view(), ids, &changed.old_fb)),
+        if moved_king == Some(Color::Black) {
+            sum.black_kpp = self.half_after_king_move(bk, fb, &mut cache.halves[0][bk.index()]);
+        } else {
+            add(&mut sum.black_kpp, self.half_delta(bk, fb, ids, old_fb));
         }
         let wk_inv = wk.inverse();
-        match moved_king {
-            Some(Color::White) => {
-                sum.white_kpp =
-                    self.half_after_king_move(wk_inv, list.white_view(), &mut cache.halves[1][wk_inv.index()])
-            }
-            _ => add(&mut sum.white_kpp, self.half_delta(wk_inv, list.white_view(), ids, &changed.old_fw)),
+        if moved_king == Some(Color::White) {
+            sum.white_kpp = self.half_after_king_move(wk_inv, fw, &mut cache.halves[1][wk_inv.index()]);
+        } else {
+            add(&mut sum.white_kpp, self.half_delta(wk_inv, fw, ids, old_fw));
         }
         if moved_king.is_some() {
-            sum.kk_kkp = self.kk_kkp_sum(bk, wk, list.black_view());
+            sum.kk_kkp = self.kk_kkp_sum(bk, wk, fb);
         } else {
-            for c in 0..changed.count {
-                add(&mut sum.kk_kkp, self.kkp(bk, wk, list.black_view()[changed.ids[c] as usize]));
-                sub(&mut sum.kk_kkp, self.kkp(bk, wk, changed.old_fb[c]));
+            for (c, &id) in ids.iter().enumerate() {
+                add(&mut sum.kk_kkp, self.kkp(bk, wk, fb[id as usize]));
+                sub(&mut sum.kk_kkp, self.kkp(bk, wk, old_fb[c]));
             }
         }
     }

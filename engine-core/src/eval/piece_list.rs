@@ -16,9 +16,31 @@ pub struct ChangedPieces {
     pub ids: [u8; 2],
     pub old_fb: [BonaPiece; 2],
     pub old_fw: [BonaPiece; 2],
+    pub new_fb: [BonaPiece; 2],
+    pub new_fw: [BonaPiece; 2],
     /// A drop: the hand slot the piece left, which its undo must give back to it (a
     /// capture in between may have reused the slot).
     pub drop_slot: u8,
+}
+
+impl ChangedPieces {
+    /// Takes the change back on bare BonaPiece arrays (Black's and White's view).
+    #[inline]
+    pub fn revert_views(&self, fb: &mut [BonaPiece; PIECE_LIST_LEN], fw: &mut [BonaPiece; PIECE_LIST_LEN]) {
+        for i in (0..self.count).rev() {
+            fb[self.ids[i] as usize] = self.old_fb[i];
+            fw[self.ids[i] as usize] = self.old_fw[i];
+        }
+    }
+
+    /// Makes the change on bare BonaPiece arrays.
+    #[inline]
+    pub fn apply_views(&self, fb: &mut [BonaPiece; PIECE_LIST_LEN], fw: &mut [BonaPiece; PIECE_LIST_LEN]) {
+        for i in 0..self.count {
+            fb[self.ids[i] as usize] = self.new_fb[i];
+            fw[self.ids[i] as usize] = self.new_fw[i];
+        }
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -82,6 +104,8 @@ impl PieceList {
         changed.ids[i] = id;
         changed.old_fb[i] = self.fb[id as usize];
         changed.old_fw[i] = self.fw[id as usize];
+        changed.new_fb[i] = b;
+        changed.new_fw[i] = w;
         changed.count += 1;
         self.fb[id as usize] = b;
         self.fw[id as usize] = w;

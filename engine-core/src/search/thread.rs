@@ -222,7 +222,7 @@ impl SearchThread {
 
     pub fn do_null_move(&mut self) -> MoveDelta {
         // The position after a null move shares this one's evaluation entry.
-        self.evaluator.prepare(&mut self.estate, &self.pos);
+        self.evaluator.prepare(&mut self.estate);
         let d = self.pos.do_null_move();
         self.keys.push(self.pos.key());
         self.checks.push(false);
