@@ -158,6 +158,13 @@ pub struct CheckInfo {
 }
 
 impl CheckInfo {
+    /// Squares from which a piece of kind `pt`, as it is or promoted, attacks the king.
+    #[inline]
+    fn may_check_from(&self, pt: PieceType) -> Bitboard {
+        let promoted = if pt.can_promote() { self.squares[pt.promote().index()] } else { Bitboard::EMPTY };
+        self.squares[pt.index()] | promoted
+    }
+
     /// Does the legal move `m` give check? (Same answer as `Position::gives_check`.)
     #[inline]
     pub fn gives_check(&self, m: Move) -> bool {
@@ -192,6 +199,23 @@ impl Position {
     /// exactly the legal moves.
     pub fn generate_quiets(&self, list: &mut MoveList) {
         self.generate(list, !self.occupied(), true);
+    }
+
+    /// The moves of `generate_quiets` that give check, in the same order, without
+    /// generating the others: quiescence and late-move pruning want only these. `checks`
+    /// must be this position's; the side to move must not be in check.
+    pub fn generate_quiet_checks(&self, list: &mut MoveList, checks: &CheckInfo) {
+        debug_assert!(!self.in_check(), "quiet checks are generated only out of check");
+        let targets = !self.occupied();
+        let king = self.king_square(self.side_to_move());
+        if let Some(ksq) = king
+            && checks.discoverers.contains(ksq)
+        {
+            self.push_king_moves(list, ksq, targets);
+        }
+        self.push_non_king_moves(list, targets, king, Some(checks));
+        self.push_drops(list, targets, Some(checks));
+        list.retain(|m| checks.gives_check(m));
     }
 
     /// Legal moves that give check.
@@ -238,9 +262,9 @@ impl Position {
             }
             (targets, !occ)
         };
-        self.push_non_king_moves(list, board_targets, king);
+        self.push_non_king_moves(list, board_targets, king, None);
         if with_drops && drop_targets.any() {
-            self.push_drops(list, drop_targets);
+            self.push_drops(list, drop_targets, None);
         }
     }
 
@@ -257,7 +281,16 @@ impl Position {
     }
 
     #[inline]
-    fn push_non_king_moves(&self, list: &mut MoveList, targets: Bitboard, king: Option<Square>) {
+    /// With `checks`, only moves that may give check are pushed (a superset, in the same
+    /// order): those of discovered-check candidates, and those landing where the piece,
+    /// promoted or not, would attack the enemy king.
+    fn push_non_king_moves(
+        &self,
+        list: &mut MoveList,
+        targets: Bitboard,
+        king: Option<Square>,
+        checks: Option<&CheckInfo>,
+    ) {
         let us = self.side_to_move();
         let ours = self.pieces_of(us);
         let occ = self.occupied();
@@ -280,6 +313,12 @@ impl Position {
             if pinned.contains(from) && !line_through(king.unwrap(), from).contains(to) {
                 continue;
             }
+            if let Some(ci) = checks
+                && !ci.discoverers.contains(from)
+                && !ci.may_check_from(PieceType::Pawn).contains(to)
+            {
+                continue;
+            }
             push_board_move(list, us, pawn, from, to);
         }
         let others = ours.and_not(pawns | self.pieces_of_type(PieceType::King));
@@ -289,13 +328,19 @@ impl Position {
             if pinned.contains(from) {
                 tos &= line_through(king.unwrap(), from);
             }
+            if let Some(ci) = checks
+                && !ci.discoverers.contains(from)
+            {
+                tos &= ci.may_check_from(piece.piece_type());
+            }
             for to in tos {
                 push_board_move(list, us, piece, from, to);
             }
         }
     }
 
-    fn push_drops(&self, list: &mut MoveList, targets: Bitboard) {
+    /// With `checks`, only drops that give check.
+    fn push_drops(&self, list: &mut MoveList, targets: Bitboard, checks: Option<&CheckInfo>) {
         let us = self.side_to_move();
         let hand = self.hand(us);
         if hand.is_empty() {
@@ -316,6 +361,10 @@ impl Position {
                 PieceType::Lance => targets.and_not(Bitboard::dead_ranks(us, 1)),
                 PieceType::Knight => targets.and_not(Bitboard::dead_ranks(us, 2)),
                 _ => targets,
+            };
+            let tos = match checks {
+                Some(ci) => tos & ci.squares[pt.index()],
+                None => tos,
             };
             if pt == PieceType::Pawn {
                 let mate_sq = match self.king_square(us.opponent()) {
@@ -565,6 +614,40 @@ mod tests {
             }
         }
         assert!(checks > 500, "{checks} checking moves");
+    }
+
+    /// The quiet-check generator yields exactly the checking moves of `generate_quiets`,
+    /// in the same order (the search's move order, and so its node counts, depend on it),
+    /// including discovered checks, checks by promotion and drops.
+    #[test]
+    fn quiet_checks_are_the_checking_quiets_in_order() {
+        let mut suite = crate::rules::random_walk::capture_heavy_suite(600, 23);
+        suite.push(
+            Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1")
+                .unwrap(),
+        );
+        let (mut checks, mut discovered, mut promoting, mut drops) = (0, 0, 0, 0);
+        for pos in suite.iter().filter(|p| !p.in_check()) {
+            let info = pos.check_info();
+            let mut want = MoveList::new();
+            pos.generate_quiets(&mut want);
+            want.retain(|m| info.gives_check(m));
+            let mut got = MoveList::new();
+            pos.generate_quiet_checks(&mut got, &info);
+            let (want, got): (Vec<Move>, Vec<Move>) =
+                (want.iter().copied().collect(), got.iter().copied().collect());
+            assert_eq!(got, want, "in {}", pos.to_sfen());
+            for m in want {
+                checks += 1;
+                discovered += (!m.is_drop() && info.discoverers.contains(m.from())) as u32;
+                promoting += m.is_promotion() as u32;
+                drops += m.is_drop() as u32;
+            }
+        }
+        assert!(
+            checks > 2000 && discovered > 20 && promoting > 50 && drops > 500,
+            "{checks} quiet checks: {discovered} discovered, {promoting} promoting, {drops} drops"
+        );
     }
 
     #[test]

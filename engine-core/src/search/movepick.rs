@@ -389,9 +389,9 @@ impl MovePicker {
                     self.end = self.bad_end;
                     if !self.skip_quiets || self.keep_checks.is_some() {
                         let mut list = MoveList::new();
-                        pos.generate_quiets(&mut list);
-                        if self.skip_quiets {
-                            list.retain(|m| self.quiet_wanted(m));
+                        match self.keep_checks {
+                            Some(checks) if self.skip_quiets => pos.generate_quiet_checks(&mut list, &checks),
+                            _ => pos.generate_quiets(&mut list),
                         }
                         self.append(&list, false);
                         self.score_quiets(history);
@@ -449,8 +449,7 @@ impl MovePicker {
                 Stage::QsChecksInit => {
                     let checks = self.qs_checks.expect("set with the stage");
                     let mut list = MoveList::new();
-                    pos.generate_quiets(&mut list);
-                    list.retain(|m| checks.gives_check(m));
+                    pos.generate_quiet_checks(&mut list, &checks);
                     self.cur = 0;
                     self.end = 0;
                     self.append(&list, false);
