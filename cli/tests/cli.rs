@@ -162,6 +162,28 @@ fn bench_depth_at_a_node_budget_is_deterministic() {
     assert!(err.contains("--nodes"), "{err}");
 }
 
+/// `bench depth --print-usi` writes the suite as USI position lines that replay to the
+/// positions searched: plies 40, 50, ..., 90 of the game.
+#[test]
+fn bench_depth_prints_its_positions_as_usi() {
+    let records = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/records/pro/kifu09136.csa");
+    let (code, out, err) = keima(&["bench", "depth", "--records", records, "--print-usi"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6, "{out}");
+    engine_core::rules::attacks::init();
+    for (line, plies) in lines.iter().zip([40, 50, 60, 70, 80, 90]) {
+        let (sfen, moves) = line.strip_prefix("sfen ").and_then(|l| l.split_once(" moves ")).expect(line);
+        let mut pos = engine_core::rules::Position::from_sfen(sfen).expect(sfen);
+        let moves: Vec<&str> = moves.split_whitespace().collect();
+        assert_eq!(moves.len(), plies);
+        for m in moves {
+            let mv = pos.legal_moves().iter().copied().find(|x| x.to_string() == m);
+            pos.do_move(mv.unwrap_or_else(|| panic!("{m} is not legal in {}", pos.to_sfen())));
+        }
+    }
+}
+
 /// `consult-stats` on a real game: without noise every player searches alike (one distinct
 /// move, GogiScat(1) = 0, the players agree with the record exactly when the consultation
 /// does); with a large noise the players disagree somewhere.

@@ -78,6 +78,11 @@ pub enum BenchCommand {
         threads: usize,
         #[arg(long)]
         json: bool,
+        /// Print the positions as USI `position` arguments, one a line, and search
+        /// nothing: the input of scripts/usi-depth.py, which measures any USI engine (or
+        /// another Keima build) on the same positions.
+        #[arg(long)]
+        print_usi: bool,
     },
     /// Evaluation: ns per differential update and per full recompute along random games,
     /// with 0 patterns and with a pattern set (10,924 by default, the research's count).
@@ -164,7 +169,8 @@ pub fn run(args: BenchArgs) -> CommandResult {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Depth { records, movetime, nodes, eval, hash, threads, json } => {
+        BenchCommand::Depth { records, print_usi: true, .. } => super::bench_depth::print_usi(&records),
+        BenchCommand::Depth { records, movetime, nodes, eval, hash, threads, json, print_usi: false } => {
             super::bench_depth::run(&records, movetime, nodes, eval.as_deref(), hash, threads, json)
         }
         BenchCommand::Search { positions, max_depth, max_nodes, json } => {

@@ -47,6 +47,16 @@ fn suite(records: &Path) -> Result<Vec<(Position, Vec<Move>)>, String> {
     Ok(out)
 }
 
+/// Prints the suite as USI `position` arguments (`sfen ... moves ...`), one a line.
+pub fn print_usi(records: &Path) -> CommandResult {
+    engine_core::rules::attacks::init();
+    for (start, moves) in suite(records)? {
+        let moves: Vec<String> = moves.iter().map(|m| m.to_string()).collect();
+        println!("sfen {} moves {}", start.to_sfen(), moves.join(" "));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(
     records: &Path,
     movetime: u64,
