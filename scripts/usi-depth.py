@@ -4,8 +4,9 @@
 Usage: scripts/usi-depth.py --engine "CMD ..." --positions FILE [--movetime 1000]
        [--option Name=Value ...]
 
-FILE has one USI position a line (`startpos moves ...` or `sfen ... moves ...`); each is
-searched once after `usinewgame` with `go movetime MS`. The last `info` line with a depth
+FILE has one USI position a line (`startpos moves ...` or `sfen ... moves ...`); the
+middle-game suite of `keima bench depth` is written by `keima bench depth --print-usi >
+FILE`. Each is searched once after `usinewgame` with `go movetime MS`. The last `info` line with a depth
 before `bestmove` is taken. Prints the mean depth, mean nodes/s and the number of
 positions, so that Keima and another engine can be compared on the same positions
 (`keima bench depth` does the same inside Keima).
