@@ -280,10 +280,10 @@ impl Position {
         }
     }
 
-    #[inline]
     /// With `checks`, only moves that may give check are pushed (a superset, in the same
     /// order): those of discovered-check candidates, and those landing where the piece,
     /// promoted or not, would attack the enemy king.
+    #[inline]
     fn push_non_king_moves(
         &self,
         list: &mut MoveList,
