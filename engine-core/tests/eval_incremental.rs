@@ -3,7 +3,7 @@
 //! update paths; and a set pruned of its zero weights evaluates exactly as the full set.
 
 use engine_core::eval::patterns::{Band, ExtractConfig, Pattern, PatternCounter, PatternSet, Triple};
-use engine_core::eval::{EvalState, Evaluator, KpptTables};
+use engine_core::eval::{Evaluator, KpptTables};
 use engine_core::rules::{HANDICAPS, PieceType, Position, Square};
 use std::sync::Arc;
 
@@ -268,36 +268,29 @@ fn lazy_evaluation_with_skipped_positions_equals_full() {
 /// incrementally against the full recomputation, on the way down and after each undo.
 #[test]
 fn incremental_equals_full_through_a_tree_of_moves_and_undos() {
-    fn walk(eval: &Evaluator, state: &mut EvalState, pos: &mut Position, depth: u32, rng: &mut Rng) -> u64 {
-        let moves: Vec<_> = pos.legal_moves().iter().copied().collect();
-        if depth == 0 || moves.is_empty() {
-            return 0;
-        }
-        let preferred: Vec<_> =
-            moves.iter().copied().filter(|m| m.is_drop() || !pos.piece_on(m.to()).is_empty()).collect();
-        let mut checked = 0;
-        for _ in 0..3 {
-            let from =
-                if !preferred.is_empty() && !rng.next().is_multiple_of(4) { &preferred } else { &moves };
-            let m = from[(rng.next() % from.len() as u64) as usize];
-            let d = pos.do_move(m);
-            eval.do_move(state, &d, pos);
-            assert_eq!(eval.evaluate(state, pos), eval.evaluate_full(pos), "after {m} at {}", pos.to_sfen());
-            checked += 1 + walk(eval, state, pos, depth - 1, rng);
-            eval.undo_move(state, &d);
-            pos.undo_move(&d);
-            assert_eq!(eval.evaluate(state, pos), eval.evaluate_full(pos), "after undoing {m}");
-        }
-        checked
-    }
+    use engine_core::rules::random_walk::{TreeStep, capture_heavy_suite, walk_tree, xorshift};
     engine_core::rules::attacks::init();
     let eval = Evaluator::with_kppt(Arc::new(KpptTables::random(17, 3000)));
-    let mut rng = Rng(0xd40b_5107);
+    let mut next = xorshift(0xd40b_5107);
     let mut checked = 0;
-    for start in engine_core::rules::random_walk::capture_heavy_suite(30, 22) {
-        let mut pos = start;
-        let mut state = eval.new_state(&pos);
-        checked += walk(&eval, &mut state, &mut pos, 5, &mut rng);
+    for start in capture_heavy_suite(30, 22) {
+        let mut state = eval.new_state(&start);
+        checked += walk_tree(&start, 5, 3, &mut next, &mut |step| match step {
+            TreeStep::Made(pos, d) => {
+                eval.do_move(&mut state, d, pos);
+                assert_eq!(
+                    eval.evaluate(&mut state, pos),
+                    eval.evaluate_full(pos),
+                    "after {} at {}",
+                    d.mv,
+                    pos.to_sfen()
+                );
+            }
+            TreeStep::Undone(pos, d) => {
+                eval.undo_move(&mut state, d);
+                assert_eq!(eval.evaluate(&mut state, pos), eval.evaluate_full(pos), "after undoing {}", d.mv);
+            }
+        });
     }
     assert!(checked > 8_000, "{checked} positions checked");
 }

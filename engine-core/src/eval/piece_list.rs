@@ -221,42 +221,26 @@ mod tests {
     /// then moved a piece that was on the board).
     #[test]
     fn list_stays_consistent_through_a_tree_of_moves_and_undos() {
-        fn walk(
-            pos: &mut Position,
-            list: &mut PieceList,
-            depth: u32,
-            rng: &mut crate::rng::SplitMix64,
-        ) -> u64 {
-            let moves: Vec<_> = pos.legal_moves().iter().copied().collect();
-            if depth == 0 || moves.is_empty() {
-                return 0;
-            }
-            let preferred: Vec<_> =
-                moves.iter().copied().filter(|m| m.is_drop() || !pos.piece_on(m.to()).is_empty()).collect();
-            let mut checked = 0;
-            for _ in 0..3 {
-                let from =
-                    if !preferred.is_empty() && rng.below(4) != 0 { &preferred[..] } else { &moves[..] };
-                let m = from[rng.below(from.len())];
-                let d = pos.do_move(m);
-                let ch = list.apply(&d, pos);
-                check_consistent(list, pos).unwrap_or_else(|e| panic!("after {m}: {e} at {}", pos.to_sfen()));
-                checked += 1 + walk(pos, list, depth - 1, rng);
-                list.revert(&d, &ch);
-                pos.undo_move(&d);
-                check_consistent(list, pos)
-                    .unwrap_or_else(|e| panic!("after undoing {m}: {e} at {}", pos.to_sfen()));
-            }
-            checked
-        }
+        use crate::rules::random_walk::{TreeStep, capture_heavy_suite, walk_tree, xorshift};
         crate::rules::attacks::init();
-        let mut rng = crate::rng::SplitMix64::new(0x5eed_0fd4_0b00);
+        let mut next = xorshift(0x5eed_0fd4_0b00);
         let mut checked = 0;
-        for (n, start) in crate::rules::random_walk::capture_heavy_suite(40, 21).iter().enumerate() {
-            let mut pos = *start;
-            let mut list = PieceList::new(&pos);
-            check_consistent(&list, &pos).unwrap_or_else(|e| panic!("position {n} as built: {e}"));
-            checked += walk(&mut pos, &mut list, 5, &mut rng);
+        for (n, start) in capture_heavy_suite(40, 21).iter().enumerate() {
+            let mut list = PieceList::new(start);
+            check_consistent(&list, start).unwrap_or_else(|e| panic!("position {n} as built: {e}"));
+            let mut changes = Vec::new();
+            checked += walk_tree(start, 5, 3, &mut next, &mut |step| match step {
+                TreeStep::Made(pos, d) => {
+                    changes.push(list.apply(d, pos));
+                    check_consistent(&list, pos)
+                        .unwrap_or_else(|e| panic!("after {}: {e} at {}", d.mv, pos.to_sfen()));
+                }
+                TreeStep::Undone(pos, d) => {
+                    list.revert(d, &changes.pop().expect("made before undone"));
+                    check_consistent(&list, pos)
+                        .unwrap_or_else(|e| panic!("after undoing {}: {e} at {}", d.mv, pos.to_sfen()));
+                }
+            });
         }
         assert!(checked > 10_000, "{checked} positions checked");
     }
