@@ -103,6 +103,42 @@ fn repetition_is_a_draw_for_the_side_that_is_behind() {
 }
 
 #[test]
+fn contempt_prices_a_repetition_from_the_root_side() {
+    // The position above, where repeating is Black's best result: it still repeats, and
+    // the draw now costs it the contempt.
+    let start = Position::from_sfen("4k4/9/9/9/9/9/9/9/4K4 b 2r2b4g 1").unwrap();
+    let history = play(&start, "5i5h 5a5b 5h5i 5b5a");
+    let mut s = searcher();
+    s.options.contempt = 30;
+    s.set_position(&start, &history);
+    let r = s.go(Limits::depth(3), |_| {});
+    assert_eq!(r.best_move.to_usi(), "5i5h", "score {} pv {:?}", r.score, r.pv);
+    assert_eq!(r.score, -30);
+
+    // Kings only: every position is level, and 5i4h, the first move of the list, repeats
+    // the position. Without contempt that draw is as good as any move and is played; with
+    // it, Black keeps the game going (the opponent cannot force the draw: the score stays 0).
+    let start = Position::from_sfen("4k4/9/9/9/9/9/9/9/4K4 b - 1").unwrap();
+    let history = play(&start, "5i4h 5a5b 4h5i 5b5a");
+    for (contempt, repeats) in [(0, true), (30, false), (-30, true)] {
+        for depth in [1, 2, 3, 4] {
+            let mut s = searcher();
+            s.options.contempt = contempt;
+            s.set_position(&start, &history);
+            let r = s.go(Limits::depth(depth), |_| {});
+            let what = format!(
+                "contempt {contempt}, depth {depth}: {} {} pv {:?}",
+                r.best_move.to_usi(),
+                r.score,
+                r.pv
+            );
+            assert_eq!(r.best_move.to_usi() == "5i4h", repeats, "{what}");
+            assert_eq!(r.score, (-contempt).max(0), "{what}");
+        }
+    }
+}
+
+#[test]
 fn perpetual_check_is_avoided_by_the_checker() {
     // Black, a rook up, has checked with every move since the position after 6i5i; giving
     // the same check again would repeat it and lose.

@@ -24,6 +24,8 @@ pub const ENGINE_NAME: &str = concat!("Keima ", env!("CARGO_PKG_VERSION"));
 pub const ENGINE_AUTHOR: &str = "the Keima authors";
 pub const DEFAULT_HASH_MIB: usize = 64;
 pub const DEFAULT_NETWORK_DELAY_MS: u64 = 120;
+/// Bound of the `Contempt` option (eval units; a pawn is about 90).
+pub const MAX_CONTEMPT: i32 = 1000;
 
 /// One `info` line for a finished iteration.
 pub fn info_line(info: &Info) -> String {
@@ -92,6 +94,8 @@ pub struct UsiEngine<W: Write + Send + 'static> {
     eval_dir: String,
     patterns: String,
     network_delay_ms: u64,
+    /// `Contempt`: see `SearchOptions::contempt`.
+    contempt: i32,
     loaded: Option<(String, String)>,
     evaluator: Option<Arc<Evaluator>>,
     tt: Option<(usize, Arc<TranspositionTable>)>,
@@ -116,6 +120,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             eval_dir: String::new(),
             patterns: String::new(),
             network_delay_ms: DEFAULT_NETWORK_DELAY_MS,
+            contempt: 0,
             loaded: None,
             evaluator: None,
             tt: None,
@@ -172,6 +177,9 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                     "option name NetworkDelay type spin default {DEFAULT_NETWORK_DELAY_MS} min 0 max 60000"
                 ));
                 self.say("option name USI_Ponder type check default false");
+                self.say(&format!(
+                    "option name Contempt type spin default 0 min -{MAX_CONTEMPT} max {MAX_CONTEMPT}"
+                ));
                 for line in consult::USI_OPTIONS {
                     self.say(line);
                 }
@@ -251,6 +259,15 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             }
             "networkdelay" => number(value).map(|v| self.network_delay_ms = v),
             "threads" => number(value).map(|v| self.threads = v.clamp(1, 1024) as usize),
+            "contempt" => match value.parse::<i32>() {
+                Ok(v) if v.abs() <= MAX_CONTEMPT => {
+                    self.contempt = v;
+                    Ok(())
+                }
+                _ => Err(format!(
+                    "option Contempt: expected a whole number from -{MAX_CONTEMPT} to {MAX_CONTEMPT}, got {value:?}"
+                )),
+            },
             "usi_ponder" => Ok(()),
             _ => Err(format!("unknown option {name:?}")),
         };
@@ -337,6 +354,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             return self.go_consult(params);
         }
         let mut searcher = self.searcher.take().expect("searcher ready");
+        searcher.options.contempt = self.contempt;
         searcher.set_position(&self.start, &self.moves);
         let side = searcher.position().side_to_move();
         let (limits, clock, unbounded) = search_limits(&params, side, self.network_delay_ms);
@@ -365,6 +383,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
     /// string, and the chosen player's result is the answer.
     fn go_consult(&mut self, params: GoParams) {
         let (_, _, mut players) = self.players.take().expect("players made by ensure_ready");
+        players.iter_mut().for_each(|p| p.options.contempt = self.contempt);
         let key = (self.consult.clone(), self.hash_mib);
         let (limits, clock, unbounded) = search_limits(&params, self.start_side(), self.network_delay_ms);
         let stop = Arc::new(AtomicBool::new(false));
@@ -568,6 +587,18 @@ mod tests {
         assert!(!buf.take().contains("bestmove"));
         engine.handle_line("stop");
         assert!(buf.take().contains("bestmove "));
+
+        // Contempt: a repetition that is Black's best result costs it the contempt.
+        engine.handle_line("setoption name Contempt value 40");
+        engine.handle_line("position sfen 4k4/9/9/9/9/9/9/9/4K4 b 2r2b4g 1 moves 5i5h 5a5b 5h5i 5b5a");
+        engine.handle_line("go depth 3");
+        engine.wait_search();
+        let out = buf.take();
+        assert!(out.contains("info depth 3 ") && out.contains(" score cp -40 "), "{out}");
+        assert!(out.ends_with("bestmove 5i5h\n"), "{out}");
+        engine.handle_line("setoption name Contempt value 1001");
+        assert!(buf.take().starts_with("info string error: option Contempt"));
+        engine.handle_line("setoption name Contempt value 0");
 
         // Declaration and resignation.
         engine.handle_line("position sfen GGSS1SSGG/+R3K3+B/9/9/9/9/9/9/4k4 b 10P 1");

@@ -42,6 +42,11 @@ pub struct SearchOptions {
     pub root_mate_nodes: u64,
     /// Noise added to every static evaluation (random consultation; `None` in play).
     pub eval_noise: Option<crate::eval::noise::EvalNoise>,
+    /// What the side to move at the root gives up to avoid a draw by repetition, in eval
+    /// units: such a draw scores −`contempt` for it and +`contempt` for its opponent. Keeps
+    /// a stronger engine from repeating a level position it could still win; 0 (a draw is
+    /// worth 0 to both) for teacher values, which must not depend on who searched.
+    pub contempt: i32,
 }
 
 impl Default for SearchOptions {
@@ -54,6 +59,7 @@ impl Default for SearchOptions {
             declaration: true,
             root_mate_nodes: 0,
             eval_noise: None,
+            contempt: 0,
         }
     }
 }

@@ -123,6 +123,8 @@ pub(super) struct SearchThread {
     /// Null-move verification: no null move for `nmp_color` before this ply.
     pub nmp_min_ply: i32,
     pub nmp_color: Color,
+    /// Side to move at the root (whose view `SearchOptions::contempt` takes).
+    pub root_color: Color,
     /// Nodes of the other threads at the last look (main thread, node limits).
     others_nodes: u64,
 }
@@ -160,6 +162,7 @@ impl SearchThread {
             best_move_changes: 0.0,
             nmp_min_ply: 0,
             nmp_color: Color::Black,
+            root_color: Color::Black,
             others_nodes: 0,
         }
     }
@@ -265,8 +268,10 @@ impl SearchThread {
                     PERPETUAL_WIN
                 } else if us_all_checks {
                     -PERPETUAL_WIN
+                } else if self.pos.side_to_move() == self.root_color {
+                    -self.options.contempt
                 } else {
-                    0
+                    self.options.contempt
                 });
             }
             if i < oldest + 2 {
@@ -336,6 +341,7 @@ impl SearchThread {
         self.completed_depth = 0;
         self.best_move_changes = 0.0;
         self.nmp_min_ply = 0;
+        self.root_color = self.pos.side_to_move();
         self.stack.iter_mut().for_each(|f| {
             f.excluded = Move::NONE;
             f.double_extensions = 0;
