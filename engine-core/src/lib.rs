@@ -9,6 +9,7 @@ pub mod fsutil;
 pub mod learn;
 pub mod mmap;
 pub mod play;
+pub mod prefetch;
 pub mod records;
 pub mod rng;
 pub mod rules;

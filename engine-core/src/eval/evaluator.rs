@@ -149,6 +149,28 @@ impl Evaluator {
         }
     }
 
+    /// Starts loading what computing the current position's KPPT sums from its parent's
+    /// will read (see [`KpptTables::prefetch_rows`]); a no-op where that is not the case.
+    #[inline]
+    pub fn prefetch(&self, state: &EvalState) {
+        let Some(t) = &self.kppt else { return };
+        let n = state.stack.len();
+        let e = &state.stack[n - 1];
+        if n < 2 || e.kppt_ready || e.moved_king.is_some() || !state.stack[n - 2].kppt_ready {
+            return;
+        }
+        if let [Some(bk), Some(wk)] = e.kings {
+            let c = &e.changed;
+            t.prefetch_rows(
+                bk,
+                wk.inverse(),
+                state.list.black_view(),
+                state.list.white_view(),
+                &c.ids[..c.count],
+            );
+        }
+    }
+
     pub fn undo_move(&self, state: &mut EvalState, delta: &MoveDelta) {
         let entry = state.stack.pop().expect("undo without do");
         state.list.revert(delta, &entry.changed);

@@ -6,6 +6,7 @@
 
 use super::bona_piece::{BonaPiece, FE_END};
 use super::piece_list::{PIECE_LIST_LEN, PieceList};
+use crate::prefetch::prefetch;
 use crate::rules::{Color, Square};
 
 pub const FV_SCALE: i32 = 32;
@@ -164,6 +165,16 @@ impl KpptTables {
         ids: &[u8],
         old: &[BonaPiece],
     ) -> [i32; 2] {
+        // The rows are at random places of a table far larger than the caches: ask for
+        // every entry the sums below read before reading any, so the misses overlap.
+        for (c, &id) in ids.iter().enumerate() {
+            let new_row = self.kpp_row(k, list[id as usize]);
+            let old_row = self.kpp_row(k, old[c]);
+            for &p in list {
+                prefetch(&new_row[p as usize]);
+                prefetch(&old_row[p as usize]);
+            }
+        }
         let mut acc = [0i32; 2];
         for (c, &id) in ids.iter().enumerate() {
             let new_row = self.kpp_row(k, list[id as usize]);
@@ -194,6 +205,27 @@ impl KpptTables {
             }
         }
         acc
+    }
+
+    /// Starts loading the KPP rows that updating a sum for a move of the pieces `ids`
+    /// (not a king) will read from the new list `fb`/`fw`, so that the update a little
+    /// later finds them in the cache.
+    #[inline]
+    pub fn prefetch_rows(
+        &self,
+        bk: Square,
+        wk_inv: Square,
+        fb: &[BonaPiece; PIECE_LIST_LEN],
+        fw: &[BonaPiece; PIECE_LIST_LEN],
+        ids: &[u8],
+    ) {
+        for &id in ids {
+            let (rb, rw) = (self.kpp_row(bk, fb[id as usize]), self.kpp_row(wk_inv, fw[id as usize]));
+            for (&pb, &pw) in fb.iter().zip(fw) {
+                prefetch(&rb[pb as usize]);
+                prefetch(&rw[pw as usize]);
+            }
+        }
     }
 
     /// The KPP half of king square `k` after a move of that king: from the sum last

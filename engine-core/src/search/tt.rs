@@ -166,15 +166,7 @@ impl TranspositionTable {
     /// later (after the evaluation update) does not wait for memory.
     #[inline]
     pub fn prefetch(&self, key: u64) {
-        let c: *const Cluster = self.cluster(key);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint and never faults, whatever the address; this
-        // one is a valid, live reference anyway. SSE is part of the x86_64 baseline.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(c as *const i8);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = c;
+        crate::prefetch::prefetch(self.cluster(key));
     }
 
     pub fn probe(&self, key: u64) -> Option<TtEntry> {
