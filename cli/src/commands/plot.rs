@@ -90,17 +90,35 @@ impl Frame {
             r##"<rect x="{LEFT}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
         );
         let (lo, hi) = self.y;
-        let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">{hi:.4}</text>"#, LEFT - 4.0, y0 + 10.0);
-        let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">{lo:.4}</text>"#, LEFT - 4.0, y0 + ph);
-        let _ = writeln!(s, r#"<text x="{LEFT}" y="{}">{}</text>"#, y0 + ph + 15.0, self.x.0);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+            LEFT - 4.0,
+            y0 + 10.0,
+            tick(hi)
+        );
+        let _ =
+            writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#, LEFT - 4.0, y0 + ph, tick(lo));
+        let _ = writeln!(s, r#"<text x="{LEFT}" y="{}">{}</text>"#, y0 + ph + 15.0, tick(self.x.0));
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" text-anchor="end">{} {x_label}</text>"#,
             LEFT + pw,
             y0 + ph + 15.0,
-            self.x.1
+            tick(self.x.1)
         );
     }
+}
+
+/// An axis label: whole numbers as they are, others to four significant digits at most
+/// (losses differ in the third decimal, CPU-hours and Elo need no more).
+fn tick(v: f64) -> String {
+    if v == v.round() && v.abs() < 1e15 {
+        return format!("{v:.0}");
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
 fn legend(s: &mut String, y0: f64, i: usize, key: &str, color: &str) {
@@ -308,6 +326,23 @@ mod tests {
         ));
         // An infinite upper bound runs to the panel's top.
         assert!(close((num(&bars[1], "y1"), num(&bars[1], "y2")), (y0 + PANEL_HEIGHT / 3.0, y0)), "{bars:?}");
+    }
+
+    #[test]
+    fn axis_labels_keep_four_significant_digits() {
+        let cases = [
+            (0.0601812661111111, "0.06018"),
+            (0.8415747563888895, "0.8416"),
+            (3.0, "3"),
+            (104.2713, "104.3"),
+            (-34.5067, "-34.51"),
+            (0.6210, "0.621"),
+            (12000.0, "12000"),
+            (2.5, "2.5"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(tick(v), want, "{v}");
+        }
     }
 
     #[test]
