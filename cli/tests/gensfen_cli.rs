@@ -124,5 +124,14 @@ fn clear_errors() {
     let (code, _, err) = keima(&["gensfen", "--out", s, "--depth", "1", "--random-moves", "4"]);
     assert_ne!(code, 0);
     assert!(err.contains("--games"), "{err}");
+    // Random plies that every opening has already played would never be played.
+    let openings = dir.join("o.sfen");
+    std::fs::write(&openings, "startpos moves 7g7f 3c3d 2g2f 8c8d\n").unwrap();
+    let o = openings.to_str().unwrap();
+    let void =
+        ["--games", "2", "--depth", "1", "--openings", o, "--random-moves", "2", "--random-max-ply", "4"];
+    let (code, _, err) = keima(&[&["gensfen", "--out", s][..], &void[..]].concat());
+    assert_ne!(code, 0);
+    assert!(err.contains("--random-moves") && err.contains("random_min_ply = 5"), "{err}");
     assert!(!shard.exists());
 }

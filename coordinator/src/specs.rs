@@ -10,9 +10,26 @@ use engine_core::teacher::{Opening, ShardReader};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-/// The openings of `[selfplay] openings` as the USI lines the shards carry.
+/// The openings of a file as the USI lines the shards carry.
 pub fn load_openings(path: &Path) -> Result<Vec<String>, String> {
     let openings = engine_core::teacher::load_openings(path).map_err(|e| format!("openings {e}"))?;
+    Ok(openings.iter().map(Opening::to_usi_line).collect())
+}
+
+/// `[selfplay] openings` as USI lines, once its random moves are checked against them
+/// (a ply range inside every opening would play none).
+fn load_selfplay_openings(s: &SelfPlaySection, path: &Path) -> Result<Vec<String>, String> {
+    let openings = engine_core::teacher::load_openings(path).map_err(|e| format!("openings {e}"))?;
+    let per_game = s.play.check_openings("[selfplay] ", &openings).map_err(|e| e.to_string())?;
+    if per_game + 1e-9 < f64::from(s.play.random_moves) {
+        tracing::warn!(
+            "[selfplay] random_moves = {}: {per_game:.2} a game on average, since the openings \
+             already played part of plies {}..={}",
+            s.play.random_moves,
+            s.play.random_min_ply,
+            s.play.random_max_ply
+        );
+    }
     Ok(openings.iter().map(Opening::to_usi_line).collect())
 }
 
@@ -60,8 +77,8 @@ pub fn load_sources(cfg: &TrainConfig) -> Result<Sources, String> {
         Some(r) => record_files(&r.paths)?.chunks(r.files_per_shard).map(<[String]>::to_vec).collect(),
         None => Vec::new(),
     };
-    let openings = match cfg.selfplay.as_ref().and_then(|s| s.openings.as_ref()) {
-        Some(p) => load_openings(p)?,
+    let openings = match cfg.selfplay.as_ref().and_then(|s| s.openings.as_ref().map(|p| (s, p))) {
+        Some((s, p)) => load_selfplay_openings(s, p)?,
         None => Vec::new(),
     };
     Ok(Sources { openings, record_groups, teacher })

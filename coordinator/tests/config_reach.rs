@@ -493,7 +493,21 @@ fn shipped_train_recipes_are_valid() {
     ];
     for (name, limits) in recipes {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
-        let cfg = TrainConfig::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut cfg = TrainConfig::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The openings are read (paths are relative to the project root) and the random
+        // moves checked against them: the plies 1..=24 these recipes once asked for lay
+        // inside their 24-move openings and were never played.
+        if let Some(sp) = cfg.selfplay.as_mut()
+            && let Some(openings) = sp.openings.as_mut()
+        {
+            *openings = dir.join("..").join(&openings);
+            load_sources(&cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut void = cfg.clone();
+            let play = &mut void.selfplay.as_mut().unwrap().play;
+            (play.random_moves, play.random_min_ply, play.random_max_ply) = (8, 1, 24);
+            let err = load_sources(&void).err().unwrap_or_else(|| panic!("{name}: plies 1..=24 accepted"));
+            assert!(err.contains("[selfplay] random_max_ply"), "{name}: {err}");
+        }
         let selfplay = cfg.selfplay.as_ref().unwrap_or_else(|| panic!("{name}: no [selfplay]"));
         assert_eq!(selfplay.search.limit, limits[0], "{name}");
         if limits.len() > 1 {

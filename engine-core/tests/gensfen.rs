@@ -306,3 +306,39 @@ fn checkmate_ends_the_game_for_the_mating_side() {
     assert!(out[0].score > 30_000, "a mate score: {}", out[0].score);
     assert_eq!(out[0].game_result, 1);
 }
+
+/// Random moves are drawn from SFEN move numbers: those the opening has already played are
+/// never reached. `SelfPlayGames::random_moves_after` predicts how many a game plays, and
+/// a range wholly inside the openings is refused instead of silently playing none.
+#[test]
+fn random_moves_inside_the_opening_are_not_played_and_are_refused() {
+    // Six moves: the first searched position is move 7.
+    let opening = Opening::parse_usi("startpos moves 7g7f 3c3d 2g2f 4c4d 2f2e 2b3c").unwrap();
+    let openings = std::slice::from_ref(&opening);
+    let games = 40;
+    let played = |play: SelfPlayGames| {
+        let cfg = GensfenConfig { play, ..small_config(9) };
+        let (_, stats) =
+            run_selfplay(&mut workers(1), &cfg, openings, games, Vec::<PackedSfenValue>::new(), |_| {})
+                .unwrap();
+        stats.skipped_random_move as f64 / stats.games as f64
+    };
+    let inside = SelfPlayGames { max_ply: 60, random_moves: 4, random_min_ply: 1, random_max_ply: 6 };
+    assert_eq!(inside.random_moves_after(&opening), 0.0);
+    assert_eq!(played(inside), 0.0);
+    let err = inside.check_openings("[selfplay] ", openings).unwrap_err().to_string();
+    assert!(err.contains("[selfplay] random_max_ply") && err.contains("random_min_ply = 7"), "{err}");
+    // Plies 1..=10, 8 drawn: only 7..=10 can be reached, 8 * 4 / 10 = 3.2 a game.
+    let straddling = SelfPlayGames { max_ply: 60, random_moves: 8, random_min_ply: 1, random_max_ply: 10 };
+    assert!((straddling.random_moves_after(&opening) - 3.2).abs() < 1e-9);
+    assert!((straddling.check_openings("", openings).unwrap() - 3.2).abs() < 1e-9);
+    let mean = played(straddling);
+    assert!((mean - 3.2).abs() < 0.5, "{mean} random moves a game");
+    // After the opening every drawn ply is played (the games outlast move 14).
+    let after = SelfPlayGames { max_ply: 60, random_moves: 3, random_min_ply: 7, random_max_ply: 14 };
+    assert_eq!(after.random_moves_after(&opening), 3.0);
+    assert_eq!(played(after), 3.0);
+    // No openings, or no random moves: nothing to check.
+    assert_eq!(inside.check_openings("", &[]).unwrap(), 0.0);
+    assert_eq!(SelfPlayGames { random_moves: 0, ..inside }.check_openings("", openings).unwrap(), 0.0);
+}

@@ -45,7 +45,8 @@ pub struct GensfenArgs {
     /// ... at distinct plies (SFEN move numbers, 1 = the first move) from this ...
     #[arg(long, default_value_t = 1)]
     random_min_ply: u32,
-    /// ... to this (inclusive).
+    /// ... to this (inclusive). Plies an opening has already played are never reached: with
+    /// 24-move openings draw from 25 on (a range inside every opening is refused).
     #[arg(long, default_value_t = 24)]
     random_max_ply: u32,
     /// Teacher from game records instead of self-play: files or directories (searched
@@ -189,6 +190,18 @@ pub fn run(args: GensfenArgs) -> CommandResult {
         }
     } else if let Some(path) = &args.openings {
         openings = load_openings(path).map_err(|e| format!("--openings {e}"))?;
+        let per_game = cfg
+            .play
+            .check_openings("", &openings)
+            .map_err(|e| format!("--random-moves with --openings {}: {e}", path.display()))?;
+        if per_game + 1e-9 < f64::from(cfg.play.random_moves) {
+            tracing::warn!(
+                "--random-moves {}: {per_game:.2} a game on average, since the openings already played part of plies {}..={}",
+                cfg.play.random_moves,
+                cfg.play.random_min_ply,
+                cfg.play.random_max_ply
+            );
+        }
     }
     let games = if records_mode { records.len() as u64 } else { args.games.unwrap_or(0) };
 

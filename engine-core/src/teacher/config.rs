@@ -11,6 +11,7 @@
 //! The defaults are those of a training run (`keima train`); `keima gensfen` states its
 //! own in its flags (no search limit, no random moves).
 
+use super::openings::Opening;
 use crate::config::ConfigError;
 use crate::search::Limits;
 use serde::{Deserialize, Serialize};
@@ -98,7 +99,8 @@ pub struct SelfPlayGames {
     pub max_ply: u32,
     /// How many uniformly random legal moves to play per game ...
     pub random_moves: u32,
-    /// ... at distinct plies (SFEN move numbers) drawn from `random_min_ply..=random_max_ply`.
+    /// ... at distinct plies (SFEN move numbers) drawn from `random_min_ply..=random_max_ply`;
+    /// plies an opening has already played are never reached (`check_openings`).
     pub random_min_ply: u32,
     pub random_max_ply: u32,
 }
@@ -118,6 +120,47 @@ impl SelfPlayGames {
             ));
         }
         Ok(())
+    }
+
+    /// How many random moves a game from `opening` can play: its plies are drawn from the
+    /// whole range, and those the opening has already played are never reached.
+    pub fn random_moves_after(&self, opening: &Opening) -> f64 {
+        let (lo, hi) = (self.random_min_ply, self.random_max_ply);
+        if self.random_moves == 0 || hi < lo {
+            return 0.0;
+        }
+        let range = f64::from(hi - lo + 1);
+        let drawn = f64::from(self.random_moves).min(range);
+        // The first position a game searches (SFEN move number).
+        let first = opening.start.ply().saturating_add(opening.moves.len() as u32);
+        let reachable = f64::from((hi + 1).saturating_sub(lo.max(first)));
+        drawn * reachable / range
+    }
+
+    /// Checks the random moves against the openings the games start from, and returns how
+    /// many a game plays on average. A range that lies inside every opening is an error:
+    /// it would silently play none (24-move openings with the default plies 1..=24 did).
+    pub fn check_openings(&self, table: &str, openings: &[Opening]) -> Result<f64, ConfigError> {
+        if self.random_moves == 0 || openings.is_empty() {
+            return Ok(0.0);
+        }
+        let mean = openings.iter().map(|o| self.random_moves_after(o)).sum::<f64>() / openings.len() as f64;
+        if mean == 0.0 {
+            let shortest = openings.iter().map(|o| o.start.ply() as usize + o.moves.len()).min().unwrap_or(1);
+            return Err(ConfigError::invalid(
+                format!("{table}random_max_ply"),
+                format!(
+                    "{}: every opening has been played to move {} or later, so none of the {} random \
+                     moves would ever be played. Draw them after the openings (e.g. random_min_ply = \
+                     {shortest}, random_max_ply = {}) or set random_moves = 0",
+                    self.random_max_ply,
+                    shortest.saturating_sub(1).max(1),
+                    self.random_moves,
+                    shortest + 31,
+                ),
+            ));
+        }
+        Ok(mean)
     }
 }
 
