@@ -84,6 +84,37 @@ pub struct SelfPlaySection {
     pub play: SelfPlayGames,
 }
 
+impl SelfPlaySection {
+    /// Without random moves a game is fixed by its opening and the shard's weights, so a
+    /// shard with more games than starts replays games it has played, and keeps none of
+    /// their positions (they are all duplicates).
+    fn check_games_differ(&self) -> Result<(), ConfigError> {
+        if self.play.random_moves > 0 {
+            return Ok(());
+        }
+        let games = self.games_per_shard as usize;
+        match &self.openings {
+            None if games > 1 => Err(ConfigError::invalid(
+                "[selfplay] random_moves",
+                format!(
+                    "0 without openings: the {games} games of a shard would all be the same game; \
+                     give openings = FILE or random moves"
+                ),
+            )),
+            Some(_) if games > self.openings_per_shard => Err(ConfigError::invalid(
+                "[selfplay] openings_per_shard",
+                format!(
+                    "{} for {games} games a shard with random_moves = 0: the games past the {} openings \
+                     would replay games already played and keep none of their positions; set \
+                     openings_per_shard >= games_per_shard, or random moves after the openings",
+                    self.openings_per_shard, self.openings_per_shard
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Default for SelfPlaySection {
     fn default() -> Self {
         SelfPlaySection {
@@ -281,6 +312,7 @@ impl TrainConfig {
             }
             s.search.check("[selfplay] ")?;
             s.play.check("[selfplay] ")?;
+            s.check_games_differ()?;
         }
         if let Some(t) = &self.teacher
             && (t.paths.is_empty() || t.records_per_shard == 0)
@@ -419,6 +451,34 @@ mod tests {
         ] {
             let e = parse(text).unwrap_err();
             assert!(matches!(e, ConfigError::Toml(_)) && e.to_string().contains(unknown), "{e}");
+        }
+    }
+
+    /// Without random moves a game is fixed by its opening and the weights: a shard with
+    /// more games than openings (or several from the start position) is refused.
+    #[test]
+    fn selfplay_that_would_replay_its_games_is_refused() {
+        let sp = |body: &str| TrainConfig::from_toml(&format!("[selfplay]\nshards = 1\n{body}"));
+        let refused = [
+            ("games_per_shard = 2\nrandom_moves = 0\n", "[selfplay] random_moves"),
+            (
+                "games_per_shard = 40\nopenings = \"o.sfen\"\nopenings_per_shard = 39\nrandom_moves = 0\n",
+                "[selfplay] openings_per_shard",
+            ),
+        ];
+        for (body, key) in refused {
+            match sp(body) {
+                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{body}"),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        for body in [
+            "games_per_shard = 1\nrandom_moves = 0\n",
+            "games_per_shard = 40\nopenings = \"o.sfen\"\nopenings_per_shard = 40\nrandom_moves = 0\n",
+            "games_per_shard = 40\nopenings = \"o.sfen\"\nopenings_per_shard = 8\nrandom_moves = 2\n",
+            "games_per_shard = 40\nrandom_moves = 2\n",
+        ] {
+            sp(body).unwrap_or_else(|e| panic!("{body}: {e}"));
         }
     }
 

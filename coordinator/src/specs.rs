@@ -138,7 +138,8 @@ pub fn selfplay_specs<'a>(
         let picked = if openings.is_empty() {
             Vec::new()
         } else {
-            (0..s.openings_per_shard.max(1)).map(|_| openings[rng.below(openings.len())].clone()).collect()
+            let k = s.openings_per_shard.max(1);
+            rng.distinct_indices(openings.len(), k).into_iter().map(|j| openings[j].clone()).collect()
         };
         ShardSpec::SelfPlay { seed, games: s.games_per_shard, openings: picked, search, play: s.play }
     })

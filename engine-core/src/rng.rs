@@ -46,6 +46,26 @@ impl SplitMix64 {
     pub fn below(&mut self, n: usize) -> usize {
         below(self.next_u64(), n)
     }
+
+    /// `k` indices of `0..n` in random order, distinct while `k <= n`; beyond that, another
+    /// shuffle of all `n` follows, and so on (empty when `n` is 0).
+    pub fn distinct_indices(&mut self, n: usize, k: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(k);
+        if n == 0 {
+            return out;
+        }
+        let mut pool: Vec<usize> = (0..n).collect();
+        while out.len() < k {
+            // A partial Fisher-Yates shuffle: only the slots that are taken are drawn.
+            let take = (k - out.len()).min(n);
+            for i in 0..take {
+                let j = i + self.below(n - i);
+                pool.swap(i, j);
+                out.push(pool[i]);
+            }
+        }
+        out
+    }
 }
 
 /// xoshiro256**, its four words seeded from `mix64` of consecutive SplitMix64 states.
@@ -76,6 +96,26 @@ impl Xoshiro256 {
     pub fn below(&mut self, n: usize) -> usize {
         below(self.next_u64(), n)
     }
+
+    /// `k` indices of `0..n` in random order, distinct while `k <= n`; beyond that, another
+    /// shuffle of all `n` follows, and so on (empty when `n` is 0).
+    pub fn distinct_indices(&mut self, n: usize, k: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(k);
+        if n == 0 {
+            return out;
+        }
+        let mut pool: Vec<usize> = (0..n).collect();
+        while out.len() < k {
+            // A partial Fisher-Yates shuffle: only the slots that are taken are drawn.
+            let take = (k - out.len()).min(n);
+            for i in 0..take {
+                let j = i + self.below(n - i);
+                pool.swap(i, j);
+                out.push(pool[i]);
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -92,6 +132,29 @@ mod tests {
         assert_eq!(r.next_u64(), 0x06c4_5d18_8009_454f);
         assert_eq!(mix64(0), 0xe220_a839_7b1d_cdaf);
         assert_eq!(mix64(GOLDEN_GAMMA), 0x6e78_9e6a_a1b9_65f4);
+    }
+
+    #[test]
+    fn distinct_indices_repeat_only_after_all_are_drawn() {
+        let mut rng = Xoshiro256::new(7);
+        for (n, k) in [(64, 40), (64, 64), (10, 25), (1, 3), (10_831, 64)] {
+            let v = rng.distinct_indices(n, k);
+            assert_eq!(v.len(), k);
+            assert!(v.iter().all(|&i| i < n));
+            for (c, chunk) in v.chunks(n).enumerate() {
+                let mut sorted = chunk.to_vec();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(sorted.len(), chunk.len(), "n {n} k {k}: a repeat inside round {c}");
+            }
+        }
+        assert!(rng.distinct_indices(0, 5).is_empty());
+        // Every index is drawn first about equally often.
+        let mut first = [0u32; 8];
+        for _ in 0..8000 {
+            first[rng.distinct_indices(8, 3)[0]] += 1;
+        }
+        assert!(first.iter().all(|&c| (850..1150).contains(&c)), "{first:?}");
     }
 
     #[test]

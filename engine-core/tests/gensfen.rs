@@ -342,3 +342,48 @@ fn random_moves_inside_the_opening_are_not_played_and_are_refused() {
     assert_eq!(inside.check_openings("", &[]).unwrap(), 0.0);
     assert_eq!(SelfPlayGames { random_moves: 0, ..inside }.check_openings("", openings).unwrap(), 0.0);
 }
+
+/// A shard's games take its openings without repeats until every one is taken: 8 games
+/// from 8 openings play 8 different games; 16 games replay each of them once more (no
+/// random moves, so the same game), and every position of the second round is a duplicate.
+#[test]
+fn games_take_every_opening_once_before_repeating_one() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/openings/records2016_10818.sfen");
+    let text = std::fs::read_to_string(path).unwrap();
+    let openings: Vec<Opening> = text.lines().take(8).map(|l| Opening::parse_usi(l).unwrap()).collect();
+    let mut cfg = small_config(4);
+    cfg.play.random_moves = 0;
+    let run = |games: u64| {
+        let (out, stats) =
+            run_selfplay(&mut workers(1), &cfg, &openings, games, Vec::<PackedSfenValue>::new(), |_| {})
+                .unwrap();
+        // The first searched position of each game is where its opening ended.
+        let mut starts: Vec<u64> = out
+            .iter()
+            .map(|psv| psv.validate().unwrap().0)
+            .filter(|pos| pos.ply() == 25)
+            .map(|pos| pos.key())
+            .collect();
+        starts.sort_unstable();
+        (stats, starts)
+    };
+    let mut opening_ends: Vec<u64> = openings
+        .iter()
+        .map(|o| {
+            let mut pos = o.start;
+            o.moves.iter().for_each(|&m| {
+                pos.do_move(m);
+            });
+            pos.key()
+        })
+        .collect();
+    opening_ends.sort_unstable();
+    // Drawn with replacement, 8 games from 8 openings would miss about 3 of them.
+    let (once, starts) = run(8);
+    assert_eq!(starts, opening_ends, "every opening played once: {once}");
+    let (twice, starts) = run(16);
+    assert_eq!(starts, opening_ends, "{twice}");
+    assert_eq!(twice.positions_written, once.positions_written, "{twice}");
+    assert_eq!(twice.duplicates, once.positions_written + 2 * once.duplicates, "{twice}");
+}

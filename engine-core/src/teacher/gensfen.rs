@@ -443,8 +443,9 @@ where
     })
 }
 
-/// Self-play: `games` games; game `i` picks its opening uniformly from `openings` (or the
-/// start position when empty) with its own PRNG seeded by `game_seed(cfg.seed, i)`.
+/// Self-play: `games` games; game `i` takes the `i`-th of the openings in an order shuffled
+/// by `cfg.seed` (repeating only after every opening is taken; the start position when
+/// there are none), and plays with its own PRNG seeded by `game_seed(cfg.seed, i)`.
 pub fn run_selfplay<S: Sink>(
     workers: &mut [Worker],
     cfg: &GensfenConfig,
@@ -454,9 +455,15 @@ pub fn run_selfplay<S: Sink>(
     progress: impl FnMut(&GensfenStats),
 ) -> io::Result<(S, GensfenStats)> {
     let startpos = Opening::startpos();
+    // Games take the openings in a shuffled order, each once before any is taken again:
+    // drawn with replacement, 40 games from 64 openings repeated about 10, and a repeated
+    // opening without random moves replays the same game, all of its positions duplicates.
+    let order = Xoshiro256::new(game_seed(cfg.seed, u64::MAX))
+        .distinct_indices(openings.len(), games.min(openings.len() as u64) as usize);
     let job = |w: &mut Worker, i: u64| {
         let mut rng = Xoshiro256::new(game_seed(cfg.seed, i));
-        let opening = if openings.is_empty() { &startpos } else { &openings[rng.below(openings.len())] };
+        let opening =
+            if openings.is_empty() { &startpos } else { &openings[order[(i % order.len() as u64) as usize]] };
         play_selfplay_game(w, cfg, opening, &mut rng)
     };
     let mut collector = Collector::new(sink, cfg.search.dedupe_bits);
