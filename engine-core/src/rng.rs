@@ -46,26 +46,6 @@ impl SplitMix64 {
     pub fn below(&mut self, n: usize) -> usize {
         below(self.next_u64(), n)
     }
-
-    /// `k` indices of `0..n` in random order, distinct while `k <= n`; beyond that, another
-    /// shuffle of all `n` follows, and so on (empty when `n` is 0).
-    pub fn distinct_indices(&mut self, n: usize, k: usize) -> Vec<usize> {
-        let mut out = Vec::with_capacity(k);
-        if n == 0 {
-            return out;
-        }
-        let mut pool: Vec<usize> = (0..n).collect();
-        while out.len() < k {
-            // A partial Fisher-Yates shuffle: only the slots that are taken are drawn.
-            let take = (k - out.len()).min(n);
-            for i in 0..take {
-                let j = i + self.below(n - i);
-                pool.swap(i, j);
-                out.push(pool[i]);
-            }
-        }
-        out
-    }
 }
 
 /// xoshiro256**, its four words seeded from `mix64` of consecutive SplitMix64 states.
