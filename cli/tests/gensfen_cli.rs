@@ -133,5 +133,20 @@ fn clear_errors() {
     let (code, _, err) = keima(&[&["gensfen", "--out", s][..], &void[..]].concat());
     assert_ne!(code, 0);
     assert!(err.contains("--random-moves") && err.contains("random_min_ply = 5"), "{err}");
+    let (code, _, err) = keima(&[
+        "gensfen",
+        "--out",
+        s,
+        "--games",
+        "2",
+        "--depth",
+        "1",
+        "--random-moves",
+        "1",
+        "--random-max-ply",
+        "4000000000",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--random-max-ply 4000000000"), "{err}");
     assert!(!shard.exists());
 }

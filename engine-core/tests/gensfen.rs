@@ -338,6 +338,10 @@ fn random_moves_inside_the_opening_are_not_played_and_are_refused() {
     let after = SelfPlayGames { max_ply: 60, random_moves: 3, random_min_ply: 7, random_max_ply: 14 };
     assert_eq!(after.random_moves_after(&opening), 3.0);
     assert_eq!(played(after), 3.0);
+    // The whole u32 range counts without overflow: all but the 6 opening plies reachable.
+    let huge = SelfPlayGames { max_ply: 60, random_moves: 1, random_min_ply: 0, random_max_ply: u32::MAX };
+    let want = (u64::from(u32::MAX) + 1 - 7) as f64 / (u64::from(u32::MAX) + 1) as f64;
+    assert!((huge.random_moves_after(&opening) - want).abs() < 1e-12);
     // No openings, or no random moves: nothing to check.
     assert_eq!(inside.check_openings("", &[]).unwrap(), 0.0);
     assert_eq!(SelfPlayGames { random_moves: 0, ..inside }.check_openings("", openings).unwrap(), 0.0);

@@ -132,6 +132,13 @@ pub fn run(args: GensfenArgs) -> CommandResult {
     if args.threads == 0 || args.search_threads == 0 {
         return Err("--threads and --search-threads: give at least 1".into());
     }
+    if args.random_max_ply > SelfPlayGames::MAX_RANDOM_PLY {
+        return Err(format!(
+            "--random-max-ply {} is beyond any game: at most {}",
+            args.random_max_ply,
+            SelfPlayGames::MAX_RANDOM_PLY
+        ));
+    }
     if args.random_moves > 0 && args.random_min_ply > args.random_max_ply {
         return Err(format!(
             "--random-min-ply {} is above --random-max-ply {}",

@@ -112,7 +112,16 @@ impl Default for SelfPlayGames {
 }
 
 impl SelfPlayGames {
+    /// Plies beyond any game; `random_plies` lists the range, so it must stay small.
+    pub const MAX_RANDOM_PLY: u32 = 100_000;
+
     pub fn check(&self, table: &str) -> Result<(), ConfigError> {
+        if self.random_max_ply > Self::MAX_RANDOM_PLY {
+            return Err(ConfigError::invalid(
+                format!("{table}random_max_ply"),
+                format!("{} is beyond any game: at most {}", self.random_max_ply, Self::MAX_RANDOM_PLY),
+            ));
+        }
         if self.random_moves > 0 && self.random_min_ply > self.random_max_ply {
             return Err(ConfigError::invalid(
                 format!("{table}random_min_ply"),
@@ -125,15 +134,16 @@ impl SelfPlayGames {
     /// How many random moves a game from `opening` can play: its plies are drawn from the
     /// whole range, and those the opening has already played are never reached.
     pub fn random_moves_after(&self, opening: &Opening) -> f64 {
-        let (lo, hi) = (self.random_min_ply, self.random_max_ply);
+        // In u64: any u32 range from a config is counted without overflow.
+        let (lo, hi) = (u64::from(self.random_min_ply), u64::from(self.random_max_ply));
         if self.random_moves == 0 || hi < lo {
             return 0.0;
         }
-        let range = f64::from(hi - lo + 1);
+        let range = (hi - lo + 1) as f64;
         let drawn = f64::from(self.random_moves).min(range);
         // The first position a game searches (SFEN move number).
-        let first = opening.start.ply().saturating_add(opening.moves.len() as u32);
-        let reachable = f64::from((hi + 1).saturating_sub(lo.max(first)));
+        let first = u64::from(opening.start.ply()) + opening.moves.len() as u64;
+        let reachable = (hi + 1).saturating_sub(lo.max(first)) as f64;
         drawn * reachable / range
     }
 
