@@ -415,6 +415,19 @@ mod tests {
         TrainConfig::from_toml(&format!("{BASE}{text}"))
     }
 
+    /// Each config is refused, naming its key.
+    fn assert_refused_by_key(
+        cases: &[(&str, &str)],
+        parse: impl Fn(&str) -> Result<TrainConfig, ConfigError>,
+    ) {
+        for &(text, key) in cases {
+            match parse(text) {
+                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn bad_schedules_and_newbob_without_its_needs_are_refused_by_name() {
         let cases = [
@@ -434,12 +447,7 @@ mod tests {
                 "[newbob] max_decays",
             ),
         ];
-        for (text, key) in cases {
-            match parse(text) {
-                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
-                other => panic!("{text}: {other:?}"),
-            }
-        }
+        assert_refused_by_key(&cases, parse);
         let no_selfplay = TrainConfig::from_toml("[records]\npaths = [\"r\"]\n[[generation]]\nshards = 3\n");
         assert!(
             matches!(no_selfplay, Err(ConfigError::Invalid { ref key, .. }) if key == "[[generation]] #1 shards"),
@@ -466,12 +474,7 @@ mod tests {
                 "[selfplay] openings_per_shard",
             ),
         ];
-        for (body, key) in refused {
-            match sp(body) {
-                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{body}"),
-                other => panic!("{body}: {other:?}"),
-            }
-        }
+        assert_refused_by_key(&refused, sp);
         for body in [
             "games_per_shard = 1\nrandom_moves = 0\n",
             "games_per_shard = 40\nopenings = \"o.sfen\"\nopenings_per_shard = 40\nrandom_moves = 0\n",

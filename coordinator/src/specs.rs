@@ -21,14 +21,8 @@ pub fn load_openings(path: &Path) -> Result<Vec<String>, String> {
 fn load_selfplay_openings(s: &SelfPlaySection, path: &Path) -> Result<Vec<String>, String> {
     let openings = engine_core::teacher::load_openings(path).map_err(|e| format!("openings {e}"))?;
     let per_game = s.play.check_openings("[selfplay] ", &openings).map_err(|e| e.to_string())?;
-    if per_game + 1e-9 < f64::from(s.play.random_moves) {
-        tracing::warn!(
-            "[selfplay] random_moves = {}: {per_game:.2} a game on average, since the openings \
-             already played part of plies {}..={}",
-            s.play.random_moves,
-            s.play.random_min_ply,
-            s.play.random_max_ply
-        );
+    if let Some(warning) = s.play.lost_random_moves("[selfplay] random_moves = ", per_game) {
+        tracing::warn!("{warning}");
     }
     Ok(openings.iter().map(Opening::to_usi_line).collect())
 }

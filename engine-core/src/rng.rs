@@ -84,14 +84,18 @@ impl Xoshiro256 {
         if n == 0 {
             return out;
         }
-        let mut pool: Vec<usize> = (0..n).collect();
+        // A partial Fisher-Yates shuffle of the pool 0..n, kept sparse (only the slots a
+        // swap touched are stored): a shard takes 64 of 10,831 openings, and the pool
+        // would cost O(n) per shard.
+        let mut moved: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
         while out.len() < k {
-            // A partial Fisher-Yates shuffle: only the slots that are taken are drawn.
             let take = (k - out.len()).min(n);
             for i in 0..take {
                 let j = i + self.below(n - i);
-                pool.swap(i, j);
-                out.push(pool[i]);
+                let (at_i, at_j) = (*moved.get(&i).unwrap_or(&i), *moved.get(&j).unwrap_or(&j));
+                moved.insert(i, at_j);
+                moved.insert(j, at_i);
+                out.push(at_j);
             }
         }
         out
@@ -112,6 +116,26 @@ mod tests {
         assert_eq!(r.next_u64(), 0x06c4_5d18_8009_454f);
         assert_eq!(mix64(0), 0xe220_a839_7b1d_cdaf);
         assert_eq!(mix64(GOLDEN_GAMMA), 0x6e78_9e6a_a1b9_65f4);
+    }
+
+    #[test]
+    fn distinct_indices_match_a_dense_shuffle() {
+        fn dense(rng: &mut Xoshiro256, n: usize, k: usize) -> Vec<usize> {
+            let mut out = Vec::new();
+            let mut pool: Vec<usize> = (0..n).collect();
+            while n > 0 && out.len() < k {
+                for i in 0..(k - out.len()).min(n) {
+                    let j = i + rng.below(n - i);
+                    pool.swap(i, j);
+                    out.push(pool[i]);
+                }
+            }
+            out
+        }
+        for (n, k) in [(64, 40), (64, 64), (10, 25), (1, 3), (10_831, 64), (0, 4), (7, 0)] {
+            let (mut a, mut b) = (Xoshiro256::new(n as u64 ^ 99), Xoshiro256::new(n as u64 ^ 99));
+            assert_eq!(a.distinct_indices(n, k), dense(&mut b, n, k), "n {n} k {k}");
+        }
     }
 
     #[test]

@@ -332,12 +332,15 @@ fn random_moves_inside_the_opening_are_not_played_and_are_refused() {
     let straddling = SelfPlayGames { max_ply: 60, random_moves: 8, random_min_ply: 1, random_max_ply: 10 };
     assert!((straddling.random_moves_after(&opening) - 3.2).abs() < 1e-9);
     assert!((straddling.check_openings("", openings).unwrap() - 3.2).abs() < 1e-9);
+    let warning = straddling.lost_random_moves("random_moves = ", 3.2).unwrap();
+    assert!(warning.starts_with("random_moves = 8: 3.20 a game"), "{warning}");
     let mean = played(straddling);
     assert!((mean - 3.2).abs() < 0.5, "{mean} random moves a game");
     // After the opening every drawn ply is played (the games outlast move 14).
     let after = SelfPlayGames { max_ply: 60, random_moves: 3, random_min_ply: 7, random_max_ply: 14 };
     assert_eq!(after.random_moves_after(&opening), 3.0);
     assert_eq!(played(after), 3.0);
+    assert_eq!(after.lost_random_moves("", 3.0), None);
     // The whole u32 range counts without overflow: all but the 6 opening plies reachable.
     let huge = SelfPlayGames { max_ply: 60, random_moves: 1, random_min_ply: 0, random_max_ply: u32::MAX };
     let want = (u64::from(u32::MAX) + 1 - 7) as f64 / (u64::from(u32::MAX) + 1) as f64;

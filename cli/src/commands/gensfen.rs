@@ -201,13 +201,8 @@ pub fn run(args: GensfenArgs) -> CommandResult {
             .play
             .check_openings("", &openings)
             .map_err(|e| format!("--random-moves with --openings {}: {e}", path.display()))?;
-        if per_game + 1e-9 < f64::from(cfg.play.random_moves) {
-            tracing::warn!(
-                "--random-moves {}: {per_game:.2} a game on average, since the openings already played part of plies {}..={}",
-                cfg.play.random_moves,
-                cfg.play.random_min_ply,
-                cfg.play.random_max_ply
-            );
+        if let Some(warning) = cfg.play.lost_random_moves("--random-moves ", per_game) {
+            tracing::warn!("{warning}");
         }
     }
     let games = if records_mode { records.len() as u64 } else { args.games.unwrap_or(0) };

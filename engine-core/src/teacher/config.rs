@@ -172,6 +172,18 @@ impl SelfPlayGames {
         }
         Ok(mean)
     }
+
+    /// What to warn about when the openings leave a game fewer random moves than asked
+    /// (`per_game` as `check_openings` returns it); `key` names the setting, e.g.
+    /// `"[selfplay] random_moves = "`.
+    pub fn lost_random_moves(&self, key: &str, per_game: f64) -> Option<String> {
+        (per_game + 1e-9 < f64::from(self.random_moves)).then(|| {
+            format!(
+                "{key}{}: {per_game:.2} a game on average, since the openings already played part of plies {}..={}",
+                self.random_moves, self.random_min_ply, self.random_max_ply
+            )
+        })
+    }
 }
 
 /// Everything a teacher-generation run uses (its JSON is the `config` of a shard's
