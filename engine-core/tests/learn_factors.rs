@@ -18,7 +18,7 @@ use engine_core::rules::Color;
 use learn_util::{Rng, game_records, tmp_dir, to_records, write_shard};
 use std::sync::Arc;
 
-const ALL: Factorization = Factorization { mirror: true, kp: true };
+const ALL: Factorization = Factorization::ALL;
 
 /// The evaluation's board and turn sums over `active` raw features, from effective values.
 fn fold_sum(layout: &ParamLayout, records: &[Record], active: &[(u32, [f32; 2])]) -> [f64; 2] {
@@ -37,8 +37,12 @@ fn fold_sum(layout: &ParamLayout, records: &[Record], active: &[(u32, [f32; 2])]
 fn parameter_gradient_matches_finite_differences_through_the_fold() {
     engine_core::rules::attacks::init();
     let tmp = tmp_dir("factors-fd");
-    for factors in [Factorization { mirror: true, kp: false }, Factorization { mirror: false, kp: true }, ALL]
-    {
+    for factors in [
+        Factorization { mirror: true, kp: false, pp: false },
+        Factorization { mirror: false, kp: true, pp: false },
+        Factorization { mirror: false, kp: false, pp: true },
+        ALL,
+    ] {
         let mut w =
             WeightFile::create_factored(&tmp.path().join(format!("w{}.kw", factors.bits())), 0, 0, factors)
                 .unwrap();
@@ -126,6 +130,19 @@ fn incremental_refresh_equals_full_recomputation() {
     w.records_mut()[j][0] += 10.0;
     let (changed, _) = quantize_tables_factored(&layout, w.records());
     assert!(tables.kkp.as_slice() != changed.kkp.as_slice());
+    w.records_mut()[j][0] -= 10.0;
+    // So is a PP parameter, in every king's KPP block where its shape fits.
+    let (k, a, b) = (40usize, 90 + 2 * 81 + 31, 90 + 5 * 81 + 49);
+    let j = layout.pp_of_kpp(k, a, b);
+    w.records_mut()[j][0] += 64.0;
+    let (changed, _) = quantize_tables_factored(&layout, w.records());
+    let at = |t: &KpptTables, k: usize, a: usize, b: usize| t.kpp.as_slice()[(k * 1548 + a) * 1548 + b];
+    for (k, a, b) in [(k, a, b), (k + 1, a + 1, b + 1), (k - 9, a - 9, b - 9)] {
+        assert_ne!(at(&full, k, a, b), at(&changed, k, a, b), "KPP[{k}][{a}][{b}]");
+        assert_eq!(at(&changed, k, a, b), at(&changed, k, b, a));
+    }
+    assert_eq!(at(&full, k, a, b + 1), at(&changed, k, a, b + 1), "another shape");
+    w.records_mut()[j][0] -= 64.0;
     // With the mirror factor every KPP entry equals its mirror image's.
     for (k, a, b) in [(40usize, 100usize, 200usize), (0, 95, 1500), (13, 1, 700), (76, 300, 301)] {
         let at = |k: usize, a: usize, b: usize| full.kpp.as_slice()[(k * 1548 + a) * 1548 + b];
@@ -139,7 +156,7 @@ fn the_header_keeps_the_factors_and_refuses_unknown_ones() {
     let path = tmp.path().join("w.kw");
     let w = WeightFile::create_factored(&path, 2, 9, ALL).unwrap();
     let params = w.header.features();
-    assert_eq!(params, w.header.param_layout().raw_features() + factors::KP_PARAMS);
+    assert_eq!(params, w.header.param_layout().raw_features() + factors::KP_PARAMS + factors::PP_PARAMS);
     drop(w);
     let w = WeightFile::open(&path, true).unwrap();
     assert_eq!(w.header.factors, ALL);

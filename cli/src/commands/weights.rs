@@ -35,6 +35,9 @@ pub struct InitArgs {
     /// Dimension reduction: train a KP (king, piece) factor folded into KKP.
     #[arg(long)]
     kp: bool,
+    /// Dimension reduction: train a PP factor relative to the king folded into KPP.
+    #[arg(long)]
+    pp: bool,
 }
 
 pub fn run(cmd: WeightsCommand) -> CommandResult {
@@ -45,7 +48,7 @@ pub fn run(cmd: WeightsCommand) -> CommandResult {
                 a.patterns.as_ref().map(|p| pattern_file::load(p).map_err(|e| e.to_string())).transpose()?;
             let kppt =
                 a.from_kppt.as_ref().map(|d| load_kppt_dir(d).map_err(|e| e.to_string())).transpose()?;
-            let factors = Factorization { mirror: a.mirror, kp: a.kp };
+            let factors = Factorization { mirror: a.mirror, kp: a.kp, pp: a.pp };
             let w = init_weights(&a.out, kppt.as_ref(), patterns.as_ref(), factors)?;
             println!(
                 "{}: {} features ({} patterns), {} bytes, from {}",

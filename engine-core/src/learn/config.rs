@@ -74,7 +74,8 @@ pub struct InitConfig {
     pub weights: Option<PathBuf>,
     /// Pattern file (definitions and initial weights) to train with.
     pub patterns: Option<PathBuf>,
-    /// Dimension reduction of a new weight file: `factors = { mirror = true, kp = true }`.
+    /// Dimension reduction of a new weight file: `factors = { mirror = true, kp = true,
+    /// pp = true }` (each defaults to false).
     /// A resumed run, or one started from `weights`, keeps that file's.
     pub factors: Factorization,
 }

@@ -36,7 +36,8 @@ fn q32(r: [f32; 2], clamped: &mut u64) -> [i32; 2] {
 
 /// Quantizes all KPPT weights (`records` as in a weight file without factors).
 pub fn quantize_tables(records: &[Record]) -> (KpptTables, ClampCounts) {
-    quantize_with(|i| [records[i][0], records[i][1]])
+    let value = |i: usize| [records[i][0], records[i][1]];
+    quantize_with(value, |i, _, _, _| value(i))
 }
 
 /// Quantizes the effective KPPT weights of a weight file with the parameter layout
@@ -45,12 +46,19 @@ pub fn quantize_tables_factored(layout: &ParamLayout, records: &[Record]) -> (Kp
     if layout.factors.is_none() {
         quantize_tables(records)
     } else {
-        quantize_with(|i| factors::effective(layout, records, i))
+        quantize_with(
+            |i| factors::effective(layout, records, i),
+            |i, k, a, b| factors::effective_kpp(layout, records, i, k, a, b),
+        )
     }
 }
 
-/// Quantizes the KPPT tables from `value(global feature index)`.
-fn quantize_with(value: impl Fn(usize) -> [f32; 2] + Sync) -> (KpptTables, ClampCounts) {
+/// Quantizes the KPPT tables from `value(global feature index)` (KK, KKP) and
+/// `kpp_value(index, k, a, b)` (KPP, whose loops know the decoded index).
+fn quantize_with(
+    value: impl Fn(usize) -> [f32; 2] + Sync,
+    kpp_value: impl Fn(usize, usize, usize, usize) -> [f32; 2] + Sync,
+) -> (KpptTables, ClampCounts) {
     let mut t = KpptTables::zeros();
     let mut c = ClampCounts::default();
     for (i, v) in t.kk.make_mut().iter_mut().enumerate().take(KK_LEN) {
@@ -72,7 +80,7 @@ fn quantize_with(value: impl Fn(usize) -> [f32; 2] + Sync) -> (KpptTables, Clamp
             let mut t = 0usize;
             for a in 2..FE_END {
                 for b in 1..a {
-                    let r = value(base + t);
+                    let r = kpp_value(base + t, k, a, b);
                     t += 1;
                     if r[0] == 0.0 && r[1] == 0.0 {
                         continue;

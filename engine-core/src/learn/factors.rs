@@ -13,7 +13,14 @@
 //!   king) and, with the board part negated as for White's KPP half,
 //!   `KP[80 − wk][flip(p)]` (White's king, seen from White). Both kings share the table,
 //!   so a KP value learnt from Black's side also serves White's. The KP parameters follow
-//!   the patterns in the weight file.
+//!   the patterns in the weight file;
+//! - **pp** (PP relative to the king): a factor `PP[ra][rb]` over pairs of pieces placed
+//!   relative to the king (`relative_piece`: a board piece's file and rank offsets from the
+//!   king, hands as they are) is added to every KPP entry `KPP[k][a][b]` whose pieces sit
+//!   at those offsets from `k`. KPP is already seen from its king's side for both colours,
+//!   so the factor adds with the same sign to both halves. It shares what a shape of pieces
+//!   around the king is worth among all king squares where the shape fits; the PP
+//!   parameters follow the KP ones.
 //!
 //! Workers need not know: they report gradients w.r.t. the raw features, and the chain
 //! rule turns those into gradients w.r.t. the parameters (`param_gradient`: a
@@ -23,9 +30,9 @@
 
 use super::adagrad::{AdaGradConfig, Quantized, apply_parallel};
 use super::gradient::sort_and_sum;
-pub use super::weights::{Factorization, KP_PARAMS, ParamLayout};
+pub use super::weights::{Factorization, KP_PARAMS, PP_PARAMS, ParamLayout, REL_END};
 use super::weights::{
-    Feature, KKP_BASE, KPP_BASE, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
+    Feature, KKP_BASE, KPP_BASE, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index, untri,
 };
 use crate::eval::bona_piece::{FE_END, FE_HAND_END, flip};
 use rayon::prelude::*;
@@ -42,6 +49,82 @@ impl ParamLayout {
         let i = self.kp_param(k, p);
         if self.factors.mirror { i.min(self.kp_param(mirror_square(k), mirror_piece(p))) } else { i }
     }
+
+    /// The first PP parameter (after the KP ones, if any).
+    #[inline]
+    fn pp_base(&self) -> usize {
+        self.raw_features() + if self.factors.kp { KP_PARAMS } else { 0 }
+    }
+
+    #[inline]
+    fn pp_param(&self, ra: usize, rb: usize) -> usize {
+        self.pp_base() + rel_tri(ra, rb)
+    }
+
+    /// The parameter of `PP[ra][rb]` (relative pieces, distinct; the smaller of it and its
+    /// mirror image's).
+    #[inline]
+    pub fn pp_index(&self, ra: usize, rb: usize) -> usize {
+        let i = self.pp_param(ra, rb);
+        if self.factors.mirror { i.min(self.pp_param(mirror_relative(ra), mirror_relative(rb))) } else { i }
+    }
+
+    /// The PP parameter folded into `KPP[k][a][b]`.
+    #[inline]
+    pub fn pp_of_kpp(&self, k: usize, a: usize, b: usize) -> usize {
+        self.pp_index(relative_piece(k, a), relative_piece(k, b))
+    }
+}
+
+/// Board squares are `file * 9 + rank`; relative places `(df + 8) * 17 + (dr + 8)`.
+const REL_PLACES: usize = 17 * 17;
+
+/// BonaPiece `p` seen from king square `k`: a hand index as it is, a board piece as its
+/// kind at its file and rank offsets from the king (`< REL_END`).
+#[inline]
+pub fn relative_piece(k: usize, p: usize) -> usize {
+    let hand_end = FE_HAND_END as usize;
+    if p < hand_end {
+        return p;
+    }
+    let (slot, sq) = ((p - hand_end) / 81, (p - hand_end) % 81);
+    let df = sq / 9 + 8 - k / 9;
+    let dr = sq % 9 + 8 - k % 9;
+    hand_end + slot * REL_PLACES + df * 17 + dr
+}
+
+/// The BonaPiece at relative piece `r` from king square `k`, if that place is on the board.
+#[inline]
+pub fn absolute_piece(k: usize, r: usize) -> Option<usize> {
+    let hand_end = FE_HAND_END as usize;
+    if r < hand_end {
+        return Some(r);
+    }
+    let (slot, place) = ((r - hand_end) / REL_PLACES, (r - hand_end) % REL_PLACES);
+    let file = (k / 9 + place / 17).checked_sub(8).filter(|&f| f < 9)?;
+    let rank = (k % 9 + place % 17).checked_sub(8).filter(|&r| r < 9)?;
+    Some(hand_end + slot * 81 + file * 9 + rank)
+}
+
+/// A relative piece with its file offset reflected (what `mirror_piece` and
+/// `mirror_square` do to a piece and its king).
+#[inline]
+pub fn mirror_relative(r: usize) -> usize {
+    let hand_end = FE_HAND_END as usize;
+    if r < hand_end {
+        return r;
+    }
+    let (slot, place) = ((r - hand_end) / REL_PLACES, (r - hand_end) % REL_PLACES);
+    hand_end + slot * REL_PLACES + (16 - place / 17) * 17 + place % 17
+}
+
+/// The index of the unordered pair of distinct relative pieces `ra`, `rb` (both ≥ 1), in
+/// KPP's order (`weights::tri`, over the larger range).
+#[inline]
+fn rel_tri(ra: usize, rb: usize) -> usize {
+    let (a, b) = if ra > rb { (ra, rb) } else { (rb, ra) };
+    debug_assert!(b >= 1 && a < REL_END && a != b);
+    (a - 1) * (a - 2) / 2 + (b - 1)
 }
 
 /// The square with its file reflected (USI file 1 ↔ 9).
@@ -92,13 +175,17 @@ pub fn param_gradient(layout: &ParamLayout, raw: &[(u32, [f32; 2])], parallel: b
     for &(i, g) in raw {
         let i = i as usize;
         out.push((canonical_raw(layout, i) as u32, g));
-        if layout.factors.kp
-            && let Feature::Kkp { bk, wk, p } = decode_index(i)
-            && p != 0
-        {
-            let (black, white) = kkp_factors(layout, bk, wk, p);
-            out.push((black as u32, g));
-            out.push((white as u32, [-g[0], g[1]]));
+        if !(layout.factors.kp || layout.factors.pp) || i >= PATTERN_BASE {
+            continue;
+        }
+        match decode_index(i) {
+            Feature::Kkp { bk, wk, p } if layout.factors.kp && p != 0 => {
+                let (black, white) = kkp_factors(layout, bk, wk, p);
+                out.push((black as u32, g));
+                out.push((white as u32, [-g[0], g[1]]));
+            }
+            Feature::Kpp { k, a, b } if layout.factors.pp => out.push((layout.pp_of_kpp(k, a, b) as u32, g)),
+            _ => {}
         }
     }
     sort_and_sum(&mut out, parallel);
@@ -108,6 +195,12 @@ pub fn param_gradient(layout: &ParamLayout, raw: &[(u32, [f32; 2])], parallel: b
 /// The effective (f32) value of raw feature `i`: what the tables hold after rounding.
 #[inline]
 pub fn effective(layout: &ParamLayout, records: &[Record], i: usize) -> [f32; 2] {
+    if (KPP_BASE..PATTERN_BASE).contains(&i)
+        && (layout.factors.mirror || layout.factors.pp)
+        && let Feature::Kpp { k, a, b } = decode_index(i)
+    {
+        return effective_kpp(layout, records, i, k, a, b);
+    }
     let r = &records[canonical_raw(layout, i)];
     let mut v = [r[0], r[1]];
     if layout.factors.kp
@@ -119,6 +212,32 @@ pub fn effective(layout: &ParamLayout, records: &[Record], i: usize) -> [f32; 2]
         let (b, w) = (&records[black], &records[white]);
         v[0] += b[0] - w[0];
         v[1] += b[1] + w[1];
+    }
+    v
+}
+
+/// [`effective`] of KPP feature `i` = `KPP[k][a][b]`, without decoding the index (the
+/// whole-table passes know `k`, `a` and `b`).
+#[inline]
+pub fn effective_kpp(
+    layout: &ParamLayout,
+    records: &[Record],
+    i: usize,
+    k: usize,
+    a: usize,
+    b: usize,
+) -> [f32; 2] {
+    let own = if layout.factors.mirror {
+        i.min(kpp_index(mirror_square(k), mirror_piece(a), mirror_piece(b)))
+    } else {
+        i
+    };
+    let r = &records[own];
+    let mut v = [r[0], r[1]];
+    if layout.factors.pp {
+        let pp = &records[layout.pp_of_kpp(k, a, b)];
+        v[0] += pp[0];
+        v[1] += pp[1];
     }
     v
 }
@@ -137,6 +256,10 @@ pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> 
             }
             continue;
         }
+        if j >= layout.pp_base() {
+            push_pp_dependents(layout, j - layout.pp_base(), &mut out);
+            continue;
+        }
         let kp = j - raw_end;
         let (k, p) = (kp / FE_END, kp % FE_END);
         let variants = [(k, p), (mirror_square(k), mirror_piece(p))];
@@ -152,6 +275,21 @@ pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> 
     out.par_sort_unstable();
     out.dedup();
     out
+}
+
+/// The KPP features that read PP parameter `t` (counted from the first PP parameter):
+/// every king square where both relative pieces (or their mirror images) land on the board.
+fn push_pp_dependents(layout: &ParamLayout, t: usize, out: &mut Vec<u32>) {
+    let (ra, rb) = untri(t);
+    let variants = [(ra, rb), (mirror_relative(ra), mirror_relative(rb))];
+    let n = if layout.factors.mirror { 2 } else { 1 };
+    for &(ra, rb) in &variants[..n] {
+        for k in 0..81 {
+            if let (Some(a), Some(b)) = (absolute_piece(k, ra), absolute_piece(k, rb)) {
+                out.push(kpp_index(k, a, b) as u32);
+            }
+        }
+    }
 }
 
 /// What one factored update touches: the parameter gradients of a raw-feature gradient
@@ -309,15 +447,43 @@ mod tests {
     }
 
     #[test]
+    fn relative_pieces_round_trip_and_commute_with_the_mirror() {
+        let hand_end = FE_HAND_END as usize;
+        let mut seen = vec![false; REL_END];
+        for k in 0..81 {
+            for p in 1..FE_END {
+                let r = relative_piece(k, p);
+                assert!(r < REL_END);
+                assert_eq!(absolute_piece(k, r), Some(p), "king {k} piece {p}");
+                assert_eq!(mirror_relative(r), relative_piece(mirror_square(k), mirror_piece(p)));
+                assert_eq!(mirror_relative(mirror_relative(r)), r);
+                seen[r] = true;
+            }
+        }
+        // Every place within 8 files and ranks of some king is reached.
+        assert!(seen[1..].iter().all(|&s| s), "relative pieces never reached");
+        // The same shape one file over: a king on 5e with a piece on 4d, and on 6e with 5d.
+        let piece_on = |slot: usize, sq: usize| hand_end + slot * 81 + sq;
+        let (k1, k2) = (4 * 9 + 4, 5 * 9 + 4);
+        assert_eq!(relative_piece(k1, piece_on(3, 3 * 9 + 3)), relative_piece(k2, piece_on(3, 4 * 9 + 3)));
+        assert_ne!(relative_piece(k1, piece_on(3, 3 * 9 + 3)), relative_piece(k1, piece_on(3, 4 * 9 + 3)));
+        // Off the board from another king: a king on 1a has nothing 8 files to its right.
+        let far = relative_piece(80, piece_on(0, 0));
+        assert_eq!(absolute_piece(0, far), None);
+        assert_eq!(absolute_piece(80, far), Some(piece_on(0, 0)));
+    }
+
+    #[test]
     fn bits_round_trip_and_unknown_bits_are_refused() {
         for f in [
             Factorization::NONE,
-            Factorization { mirror: true, kp: false },
-            Factorization { mirror: false, kp: true },
-            Factorization { mirror: true, kp: true },
+            Factorization { mirror: true, kp: false, pp: false },
+            Factorization { mirror: false, kp: true, pp: false },
+            Factorization { mirror: false, kp: false, pp: true },
+            Factorization::ALL,
         ] {
             assert_eq!(Factorization::from_bits(f.bits()), Some(f));
         }
-        assert_eq!(Factorization::from_bits(4), None);
+        assert_eq!(Factorization::from_bits(8), None);
     }
 }

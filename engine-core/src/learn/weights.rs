@@ -14,7 +14,8 @@
 //! - 64: u64 updates applied; 72: u64 examples trained;
 //! - 80: u64 FNV-1a 64 of the pattern definitions (0 = no patterns);
 //! - 88: u64 data checksum (`data_checksum`, 0 = not recorded; written by `seal`);
-//! - 96: u32 factorization bits (`Factorization`: 1 = mirror, 2 = KP; 0 = none,
+//! - 96: u32 factorization bits (`Factorization`: 1 = mirror, 2 = KP, 4 = PP relative
+//!   to the king; 0 = none,
 //!   which is every file written before factors existed);
 //! - 4088: u64 FNV-1a 64 of bytes 0..4088 (header checksum). Other bytes are zero.
 //!
@@ -27,7 +28,9 @@
 //!   `KPP_TRI = 1547 · 1546 / 2`;
 //! - patterns: `KK + KKP + KPP + i`, only the board slot `[0]` is used (the pattern's
 //!   weight) with its accumulator in `[2]`;
-//! - factor parameters, when the file trains factors (`factors`): KP after the patterns.
+//! - factor parameters, when the file trains factors (`factors`): KP after the patterns
+//!   (`k * FE_END + p`), then PP relative to the king (`tri(ra, rb)` over relative pieces,
+//!   see `REL_END`).
 //!
 //! Without factors every KK/KKP/KPP entry is its own weight; with them the records are
 //! parameters whose fold gives each feature's value (`factors::effective`).
@@ -40,7 +43,7 @@
 //! (Allocating ahead with fallocate would guarantee it, but ext4 then reports every page
 //! the trainer has read as data to SEEK_DATA, and checkpoints would copy the whole file.)
 
-use crate::eval::bona_piece::FE_END;
+use crate::eval::bona_piece::{FE_END, FE_HAND_END};
 use crate::eval::kppt::{KK_LEN, KKP_LEN};
 use memmap2::MmapMut;
 use std::fs::{File, OpenOptions};
@@ -341,7 +344,7 @@ impl Header {
                 path: p(),
                 what: "factorization bits",
                 found: g32(96) as u64,
-                expected: Factorization { mirror: true, kp: true }.bits() as u64,
+                expected: Factorization::ALL.bits() as u64,
             })?,
         };
         if file_len != h.file_len() {
@@ -535,13 +538,20 @@ pub struct Factorization {
     pub mirror: bool,
     /// Train a KP (king, piece) factor folded into KKP.
     pub kp: bool,
+    /// Train a PP factor relative to the king folded into KPP: every `KPP[k][a][b]` also
+    /// reads the weight of its two pieces' places relative to the king `k` (hands as they
+    /// are), shared by every king square where the same shape fits on the board.
+    pub pp: bool,
 }
 
 const BIT_MIRROR: u32 = 1;
 const BIT_KP: u32 = 2;
+const BIT_PP: u32 = 4;
 
 impl Factorization {
-    pub const NONE: Factorization = Factorization { mirror: false, kp: false };
+    pub const NONE: Factorization = Factorization { mirror: false, kp: false, pp: false };
+    /// Every factor this build knows.
+    pub const ALL: Factorization = Factorization { mirror: true, kp: true, pp: true };
 
     pub fn is_none(self) -> bool {
         self == Factorization::NONE
@@ -549,25 +559,33 @@ impl Factorization {
 
     /// The header encoding.
     pub fn bits(self) -> u32 {
-        (self.mirror as u32 * BIT_MIRROR) | (self.kp as u32 * BIT_KP)
+        (self.mirror as u32 * BIT_MIRROR) | (self.kp as u32 * BIT_KP) | (self.pp as u32 * BIT_PP)
     }
 
     /// `None` for bits this build does not know.
     pub fn from_bits(bits: u32) -> Option<Factorization> {
-        if bits & !(BIT_MIRROR | BIT_KP) != 0 {
+        if bits & !(BIT_MIRROR | BIT_KP | BIT_PP) != 0 {
             return None;
         }
-        Some(Factorization { mirror: bits & BIT_MIRROR != 0, kp: bits & BIT_KP != 0 })
+        Some(Factorization { mirror: bits & BIT_MIRROR != 0, kp: bits & BIT_KP != 0, pp: bits & BIT_PP != 0 })
     }
 
     /// Parameters stored after the raw features (and patterns).
     pub fn extra_params(self) -> usize {
-        if self.kp { KP_PARAMS } else { 0 }
+        (if self.kp { KP_PARAMS } else { 0 }) + if self.pp { PP_PARAMS } else { 0 }
     }
 }
 
 /// KP parameters: 81 king squares × FE_END pieces (`p = 0` is never used).
 pub const KP_PARAMS: usize = 81 * FE_END;
+
+/// Pieces relative to a king: the 90 hand indices as they are, then each of the 18 board
+/// kinds at a file and rank offset from the king in −8..=8 (17 × 17 places).
+pub const REL_END: usize = FE_HAND_END as usize + 18 * 17 * 17;
+
+/// PP parameters: unordered pairs of distinct relative pieces (index 0 unused), stored as
+/// KPP's pairs are (`tri`).
+pub const PP_PARAMS: usize = (REL_END - 1) * (REL_END - 2) / 2;
 
 /// Where the parameters are: the raw features (KK, KKP, KPP, patterns), then the factors
 /// (`factors` folds them; `ParamLayout::kp_index` is there).
