@@ -261,7 +261,7 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         k("init", "kppt", "\"probe/kppt\"", |r| opt(&r.cfg.learn.init.kppt)),
         k("init", "weights", "\"probe/w.kw\"", |r| opt(&r.cfg.learn.init.weights)),
         k("init", "patterns", "\"probe/p.kpat\"", |r| opt(&r.cfg.learn.init.patterns)),
-        k("init", "factors", "{ mirror = true, kp = true }", |r| v(r.cfg.learn.init.factors)),
+        k("init", "factors", "{ mirror = true, kp = true, pp = true }", |r| v(r.cfg.learn.init.factors)),
         k("validation", "shard", "\"probe/val.psv.zst\"", |r| opt(&r.cfg.learn.validation.shard)),
         k("validation", "max_records", "77", |r| v(r.cfg.learn.validation.max_records)),
         k("validation", "depth", "3", |r| v(r.cfg.learn.validation.depth)),
