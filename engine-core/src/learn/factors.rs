@@ -467,7 +467,7 @@ mod tests {
         let (k1, k2) = (4 * 9 + 4, 5 * 9 + 4);
         assert_eq!(relative_piece(k1, piece_on(3, 3 * 9 + 3)), relative_piece(k2, piece_on(3, 4 * 9 + 3)));
         assert_ne!(relative_piece(k1, piece_on(3, 3 * 9 + 3)), relative_piece(k1, piece_on(3, 4 * 9 + 3)));
-        // Off the board from another king: a king on 1a has nothing 8 files to its right.
+        // The offset (−8, −8) from a king on 9i is 1a; from a king on 1a it is off the board.
         let far = relative_piece(80, piece_on(0, 0));
         assert_eq!(absolute_piece(0, far), None);
         assert_eq!(absolute_piece(80, far), Some(piece_on(0, 0)));
