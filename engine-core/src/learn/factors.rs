@@ -30,9 +30,10 @@
 
 use super::adagrad::{AdaGradConfig, Quantized, apply_parallel};
 use super::gradient::sort_and_sum;
-pub use super::weights::{Factorization, KP_PARAMS, PP_PARAMS, ParamLayout, REL_END};
+pub use super::weights::{Factorization, KP_PARAMS, PP_PARAMS, ParamLayout, REL_END, REL_PLACES};
 use super::weights::{
-    Feature, KKP_BASE, KPP_BASE, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index, untri,
+    Feature, KKP_BASE, KPP_BASE, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
+    pair_index, untri,
 };
 use crate::eval::bona_piece::{FE_END, FE_HAND_END, flip};
 use rayon::prelude::*;
@@ -58,7 +59,8 @@ impl ParamLayout {
 
     #[inline]
     fn pp_param(&self, ra: usize, rb: usize) -> usize {
-        self.pp_base() + rel_tri(ra, rb)
+        debug_assert!(ra.max(rb) < REL_END);
+        self.pp_base() + pair_index(ra, rb)
     }
 
     /// The parameter of `PP[ra][rb]` (relative pieces, distinct; the smaller of it and its
@@ -76,8 +78,7 @@ impl ParamLayout {
     }
 }
 
-/// Board squares are `file * 9 + rank`; relative places `(df + 8) * 17 + (dr + 8)`.
-const REL_PLACES: usize = 17 * 17;
+// Board squares are `file * 9 + rank`; relative places `(df + 8) * 17 + (dr + 8)`.
 
 /// BonaPiece `p` seen from king square `k`: a hand index as it is, a board piece as its
 /// kind at its file and rank offsets from the king (`< REL_END`).
@@ -116,15 +117,6 @@ pub fn mirror_relative(r: usize) -> usize {
     }
     let (slot, place) = ((r - hand_end) / REL_PLACES, (r - hand_end) % REL_PLACES);
     hand_end + slot * REL_PLACES + (16 - place / 17) * 17 + place % 17
-}
-
-/// The index of the unordered pair of distinct relative pieces `ra`, `rb` (both ≥ 1), in
-/// KPP's order (`weights::tri`, over the larger range).
-#[inline]
-fn rel_tri(ra: usize, rb: usize) -> usize {
-    let (a, b) = if ra > rb { (ra, rb) } else { (rb, ra) };
-    debug_assert!(b >= 1 && a < REL_END && a != b);
-    (a - 1) * (a - 2) / 2 + (b - 1)
 }
 
 /// The square with its file reflected (USI file 1 ↔ 9).

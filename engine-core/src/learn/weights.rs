@@ -82,12 +82,21 @@ pub fn kkp_index(bk: usize, wk: usize, p: usize) -> usize {
 /// Index of the pair within one king's triangle (`a != b`, both non-zero).
 #[inline]
 pub fn tri(a: usize, b: usize) -> usize {
+    debug_assert!(a.max(b) < FE_END);
+    pair_index(a, b)
+}
+
+/// Index of an unordered pair of distinct non-zero indices (`a`, `b` in either order):
+/// `(a - 1)(a - 2)/2 + (b - 1)` with `a > b`, so pairs below `n` fill `0..(n-1)(n-2)/2`.
+/// KPP's triangle (`tri`) and the PP factor's pairs use it; `untri` inverts it.
+#[inline]
+pub fn pair_index(a: usize, b: usize) -> usize {
     let (a, b) = if a > b { (a, b) } else { (b, a) };
-    debug_assert!(b >= 1 && a < FE_END && a != b);
+    debug_assert!(b >= 1 && a != b);
     (a - 1) * (a - 2) / 2 + (b - 1)
 }
 
-/// Inverse of `tri`: (a, b) with a > b.
+/// Inverse of `pair_index` (and of `tri`): (a, b) with a > b.
 pub fn untri(t: usize) -> (usize, usize) {
     // Largest a with (a-1)(a-2)/2 <= t.
     let mut a = (((8.0 * t as f64 + 1.0).sqrt() + 3.0) / 2.0).floor() as usize;
@@ -579,12 +588,15 @@ impl Factorization {
 /// KP parameters: 81 king squares × FE_END pieces (`p = 0` is never used).
 pub const KP_PARAMS: usize = 81 * FE_END;
 
+/// Places relative to a king: file and rank offsets in −8..=8, `(df + 8) * 17 + (dr + 8)`.
+pub const REL_PLACES: usize = 17 * 17;
+
 /// Pieces relative to a king: the 90 hand indices as they are, then each of the 18 board
-/// kinds at a file and rank offset from the king in −8..=8 (17 × 17 places).
-pub const REL_END: usize = FE_HAND_END as usize + 18 * 17 * 17;
+/// kinds (a BonaPiece's slots of 81 squares) at one of `REL_PLACES`.
+pub const REL_END: usize = FE_HAND_END as usize + (FE_END - FE_HAND_END as usize) / 81 * REL_PLACES;
 
 /// PP parameters: unordered pairs of distinct relative pieces (index 0 unused), stored as
-/// KPP's pairs are (`tri`).
+/// KPP's pairs are (`pair_index`).
 pub const PP_PARAMS: usize = (REL_END - 1) * (REL_END - 2) / 2;
 
 /// Where the parameters are: the raw features (KK, KKP, KPP, patterns), then the factors
