@@ -5,6 +5,7 @@
 
 mod learn_util;
 
+use engine_core::eval::bona_piece::{FE_END, flip};
 use engine_core::eval::kppt_file::load_kppt_dir;
 use engine_core::eval::{Evaluator, KpptTables};
 use engine_core::learn::adagrad::{AdaGradConfig, Quantized};
@@ -12,7 +13,10 @@ use engine_core::learn::export::{export_kppt, quantize_tables_factored};
 use engine_core::learn::factors::{self, Factorization, ParamLayout, mirror_piece, mirror_square};
 use engine_core::learn::features::active_features;
 use engine_core::learn::gradient::sort_and_sum;
-use engine_core::learn::weights::{Record, WeightFile, WeightsError};
+use engine_core::learn::weights::{
+    KKP_BASE, KPP_BASE, PATTERN_BASE, Record, WeightFile, WeightsError, kkp_index, kpp_index, pair_index,
+    untri,
+};
 use engine_core::learn::{LearnConfig, Trainer};
 use engine_core::rules::Color;
 use learn_util::{Rng, game_records, tmp_dir, to_records, write_shard};
@@ -147,6 +151,97 @@ fn incremental_refresh_equals_full_recomputation() {
     for (k, a, b) in [(40usize, 100usize, 200usize), (0, 95, 1500), (13, 1, 700), (76, 300, 301)] {
         let at = |k: usize, a: usize, b: usize| full.kpp.as_slice()[(k * 1548 + a) * 1548 + b];
         assert_eq!(at(k, a, b), at(mirror_square(k), mirror_piece(a), mirror_piece(b)), "{k} {a} {b}");
+    }
+}
+
+/// The dependents of a parameter set, listed the plain way: every raw feature each
+/// parameter feeds, then sorted and deduplicated.
+fn dependents_by_listing(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> {
+    let raw_end = layout.raw_features();
+    let pp_base = raw_end + if layout.factors.kp { factors::KP_PARAMS } else { 0 };
+    let mirror = layout.factors.mirror;
+    let mut out = Vec::new();
+    for &(j, _) in params {
+        let j = j as usize;
+        if j < raw_end {
+            out.push(j as u32);
+            if mirror && j < PATTERN_BASE {
+                out.push(factors::mirror_raw(j) as u32);
+            }
+        } else if j < pp_base {
+            let (k, p) = ((j - raw_end) / FE_END, (j - raw_end) % FE_END);
+            for (k, p) in [(k, p), (mirror_square(k), mirror_piece(p))].into_iter().take(1 + mirror as usize)
+            {
+                let white_view = flip(p as u16) as usize;
+                for other in 0..81 {
+                    out.push(kkp_index(k, other, p) as u32);
+                    out.push(kkp_index(other, 80 - k, white_view) as u32);
+                }
+            }
+        } else {
+            let (ra, rb) = untri(j - pp_base);
+            let variants = [(ra, rb), (factors::mirror_relative(ra), factors::mirror_relative(rb))];
+            for (ra, rb) in variants.into_iter().take(1 + mirror as usize) {
+                for k in 0..81 {
+                    if let (Some(a), Some(b)) =
+                        (factors::absolute_piece(k, ra), factors::absolute_piece(k, rb))
+                    {
+                        out.push(kpp_index(k, a, b) as u32);
+                    }
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// `dependents` (bitmaps per king, shapes by king range) lists exactly what the plain
+/// listing does, for every factorization, on parameters from every part of the file.
+#[test]
+fn dependents_equal_the_plain_listing() {
+    let mut rng = Rng(17);
+    for factors in [
+        Factorization { mirror: true, kp: false, pp: false },
+        Factorization { mirror: false, kp: true, pp: false },
+        Factorization { mirror: false, kp: false, pp: true },
+        Factorization { mirror: true, kp: false, pp: true },
+        ALL,
+    ] {
+        let layout = ParamLayout { factors, patterns: 50 };
+        let raw_end = layout.raw_features();
+        let mut params: Vec<(u32, [f32; 2])> = Vec::new();
+        let mut pick = |lo: usize, hi: usize, n: usize, rng: &mut Rng| {
+            for _ in 0..n {
+                params.push(((lo + rng.below(hi - lo)) as u32, [1.0, 0.0]));
+            }
+        };
+        pick(0, KKP_BASE, 20, &mut rng);
+        pick(KKP_BASE, KPP_BASE, 200, &mut rng);
+        pick(KPP_BASE, PATTERN_BASE, 3000, &mut rng);
+        pick(PATTERN_BASE, raw_end, 10, &mut rng);
+        if factors.kp {
+            pick(raw_end, raw_end + factors::KP_PARAMS, 100, &mut rng);
+        }
+        if factors.pp {
+            let pp_base = raw_end + if factors.kp { factors::KP_PARAMS } else { 0 };
+            pick(pp_base, pp_base + factors::PP_PARAMS, 3000, &mut rng);
+            // Shapes with hand pieces, and a symmetric one (its own mirror image).
+            let hand = pp_base + pair_index(5, 1);
+            let mixed = pp_base + pair_index(factors::relative_piece(40, 90 + 3 * 81 + 31), 7);
+            let (a, b) =
+                (factors::relative_piece(40, 90 + 81 + 31), factors::relative_piece(40, 90 + 81 + 49));
+            let symmetric = pp_base + pair_index(a, b);
+            assert_eq!((factors::mirror_relative(a), factors::mirror_relative(b)), (b, a));
+            params.extend([hand, mixed, symmetric].map(|j| (j as u32, [1.0, 0.0])));
+        }
+        params.sort_unstable_by_key(|g| g.0);
+        params.dedup_by_key(|g| g.0);
+        let fast = factors::dependents(&layout, &params);
+        let plain = dependents_by_listing(&layout, &params);
+        assert!(plain.len() > params.len(), "{factors:?}");
+        assert!(fast == plain, "{factors:?}: {} dependents against {}", fast.len(), plain.len());
     }
 }
 

@@ -44,13 +44,13 @@ pub struct Quantized<'a> {
 }
 
 #[inline]
-fn quantize_pair32(r: &Record) -> [i32; 2] {
+pub(crate) fn quantize_pair32(r: &Record) -> [i32; 2] {
     [quantize_i32(r[0]).0, quantize_i32(r[1]).0]
 }
 
 /// Writes a KPP pair into one king's `FE_END × FE_END` block, at [a][b] and [b][a].
 #[inline]
-fn store_kpp(block: &mut [[i16; 2]], tri_index: usize, r: &Record) {
+pub(crate) fn store_kpp(block: &mut [[i16; 2]], tri_index: usize, r: &Record) {
     let (a, b) = untri(tri_index);
     let v = [quantize_i16(r[0]).0, quantize_i16(r[1]).0];
     block[a * FE_END + b] = v;

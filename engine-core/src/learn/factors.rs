@@ -28,14 +28,15 @@
 //! After an update, the raw features whose effective value depends on a changed parameter
 //! (`dependents`) are recomputed (`effective`) and written into the quantized tables.
 
-use super::adagrad::{AdaGradConfig, Quantized, apply_parallel};
+use super::adagrad::{AdaGradConfig, Quantized, apply_parallel, quantize_pair32, store_kpp};
 use super::gradient::sort_and_sum;
 pub use super::weights::{Factorization, KP_PARAMS, PP_PARAMS, ParamLayout, REL_END, REL_PLACES};
 use super::weights::{
-    Feature, KKP_BASE, KPP_BASE, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
-    pair_index, untri,
+    Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
+    pair_index, tri, untri,
 };
 use crate::eval::bona_piece::{FE_END, FE_HAND_END, flip};
+use crate::prefetch::prefetch;
 use rayon::prelude::*;
 
 impl ParamLayout {
@@ -219,66 +220,183 @@ pub fn effective_kpp(
     a: usize,
     b: usize,
 ) -> [f32; 2] {
+    let (own, pp) = kpp_sources(layout, i, k, a, b);
+    kpp_value(records, own, pp)
+}
+
+/// The records `KPP[k][a][b]` (feature `i`) reads: its own parameter (the smaller index of
+/// it and its mirror image's, with the mirror factor) and its PP parameter, if any.
+#[inline]
+fn kpp_sources(layout: &ParamLayout, i: usize, k: usize, a: usize, b: usize) -> (usize, Option<usize>) {
     let own = if layout.factors.mirror {
         i.min(kpp_index(mirror_square(k), mirror_piece(a), mirror_piece(b)))
     } else {
         i
     };
+    (own, layout.factors.pp.then(|| layout.pp_of_kpp(k, a, b)))
+}
+
+#[inline]
+fn kpp_value(records: &[Record], own: usize, pp: Option<usize>) -> [f32; 2] {
     let r = &records[own];
     let mut v = [r[0], r[1]];
-    if layout.factors.pp {
-        let pp = &records[layout.pp_of_kpp(k, a, b)];
+    if let Some(pp) = pp {
+        let pp = &records[pp];
         v[0] += pp[0];
         v[1] += pp[1];
     }
     v
 }
 
-/// The raw features whose effective value depends on the given parameters (sorted,
-/// distinct).
+/// The raw features whose effective value depends on the given parameters (`params`
+/// sorted and distinct; the result is sorted and distinct).
+///
+/// A PP parameter feeds up to 81 KPP entries per variant, so an update of a few thousand
+/// positions has ~16 M dependents. They are deduplicated and ordered by one bitmap per king
+/// square (KPP) and one over KK and KKP instead of a sort of the whole list, and the
+/// kings' KPP blocks are filled in parallel.
 pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> {
     let raw_end = layout.raw_features();
-    let mut out: Vec<u32> = Vec::with_capacity(params.len() * 2);
-    for &(j, _) in params {
-        let j = j as usize;
-        if j < raw_end {
-            out.push(j as u32);
-            if layout.factors.mirror && j < PATTERN_BASE {
-                out.push(mirror_raw(j) as u32);
-            }
-            continue;
+    let split = |bound: usize| params.partition_point(|g| (g.0 as usize) < bound);
+    let (kpp_lo, kpp_hi, kp_lo) = (split(KPP_BASE), split(PATTERN_BASE), split(raw_end));
+    let pp_lo = if layout.factors.pp { split(layout.pp_base()) } else { params.len() };
+    let mirror = layout.factors.mirror;
+
+    // KK and KKP: the raw features themselves (and mirrors) and the KKP entries of KP.
+    let mut below_kpp = Bitmap::new(KPP_BASE);
+    for &(j, _) in &params[..kpp_lo] {
+        below_kpp.set(j as usize);
+        if mirror {
+            below_kpp.set(mirror_raw(j as usize));
         }
-        if j >= layout.pp_base() {
-            push_pp_dependents(layout, j - layout.pp_base(), &mut out);
-            continue;
-        }
-        let kp = j - raw_end;
+    }
+    for &(j, _) in &params[kp_lo..pp_lo] {
+        let kp = j as usize - raw_end;
         let (k, p) = (kp / FE_END, kp % FE_END);
         let variants = [(k, p), (mirror_square(k), mirror_piece(p))];
-        let n = if layout.factors.mirror { 2 } else { 1 };
-        for &(k, p) in &variants[..n] {
+        for &(k, p) in &variants[..if mirror { 2 } else { 1 }] {
             let white_view = flip(p as u16) as usize;
             for other in 0..81 {
-                out.push(kkp_index(k, other, p) as u32);
-                out.push(kkp_index(other, 80 - k, white_view) as u32);
+                below_kpp.set(kkp_index(k, other, p));
+                below_kpp.set(kkp_index(other, 80 - k, white_view));
             }
         }
     }
-    out.par_sort_unstable();
-    out.dedup();
+    let mut out: Vec<u32> = Vec::with_capacity(params.len() * 2);
+    below_kpp.append_set(0, &mut out);
+
+    // KPP, one king square at a time: its raw entries, the mirror images of the mirrored
+    // king's, and every PP shape that fits around it.
+    let raw_kpp = &params[kpp_lo..kpp_hi];
+    let shapes = pp_shapes(layout, &params[pp_lo..]);
+    let per_king: Vec<Vec<u32>> = (0..81usize)
+        .into_par_iter()
+        .map(|k| {
+            let base = KPP_BASE + k * KPP_TRI;
+            let mut bits = Bitmap::new(KPP_TRI);
+            let of_king = |k: usize| {
+                let b = KPP_BASE + k * KPP_TRI;
+                let lo = raw_kpp.partition_point(|g| (g.0 as usize) < b);
+                let hi = raw_kpp.partition_point(|g| (g.0 as usize) < b + KPP_TRI);
+                &raw_kpp[lo..hi]
+            };
+            for &(j, _) in of_king(k) {
+                bits.set(j as usize - base);
+            }
+            if mirror {
+                for &(j, _) in of_king(mirror_square(k)) {
+                    bits.set(mirror_raw(j as usize) - base);
+                }
+            }
+            let (file, rank) = ((k / 9) as u8, (k % 9) as u8);
+            for s in &shapes {
+                if s.files.contains(&file) && s.ranks.contains(&rank) {
+                    let a = absolute_piece(k, s.ra as usize).expect("inside the shape's king range");
+                    let b = absolute_piece(k, s.rb as usize).expect("inside the shape's king range");
+                    bits.set(tri(a, b));
+                }
+            }
+            let mut v = Vec::new();
+            bits.append_set(base, &mut v);
+            v
+        })
+        .collect();
+    for v in per_king {
+        out.extend_from_slice(&v);
+    }
+    // Patterns: themselves (already sorted).
+    out.extend(params[kpp_hi..kp_lo].iter().map(|g| g.0));
     out
 }
 
-/// The KPP features that read PP parameter `t` (counted from the first PP parameter):
-/// every king square where both relative pieces (or their mirror images) land on the board.
-fn push_pp_dependents(layout: &ParamLayout, t: usize, out: &mut Vec<u32>) {
-    let (ra, rb) = untri(t);
-    let variants = [(ra, rb), (mirror_relative(ra), mirror_relative(rb))];
+/// One variant of a PP parameter: two relative pieces and the king squares (files and
+/// ranks) where both land on the board.
+struct PpShape {
+    ra: u16,
+    rb: u16,
+    files: std::ops::RangeInclusive<u8>,
+    ranks: std::ops::RangeInclusive<u8>,
+}
+
+/// The shapes of the PP parameters `pp` (a parameter and, with the mirror, its mirror image).
+fn pp_shapes(layout: &ParamLayout, pp: &[(u32, [f32; 2])]) -> Vec<PpShape> {
+    let base = if pp.is_empty() { 0 } else { layout.pp_base() };
     let n = if layout.factors.mirror { 2 } else { 1 };
-    for &(ra, rb) in &variants[..n] {
-        for k in 0..81 {
-            if let (Some(a), Some(b)) = (absolute_piece(k, ra), absolute_piece(k, rb)) {
-                out.push(kpp_index(k, a, b) as u32);
+    pp.par_iter()
+        .flat_map_iter(|&(j, _)| {
+            let (ra, rb) = untri(j as usize - base);
+            let variants = [(ra, rb), (mirror_relative(ra), mirror_relative(rb))];
+            variants.into_iter().take(n).enumerate().filter_map(move |(v, (ra, rb))| {
+                // A symmetric shape is its own mirror image: once is enough.
+                if v == 1 && (ra, rb) == variants[0] {
+                    return None;
+                }
+                let (files_a, ranks_a) = king_range(ra);
+                let (files_b, ranks_b) = king_range(rb);
+                Some(PpShape {
+                    ra: ra as u16,
+                    rb: rb as u16,
+                    files: *files_a.start().max(files_b.start())..=*files_a.end().min(files_b.end()),
+                    ranks: *ranks_a.start().max(ranks_b.start())..=*ranks_a.end().min(ranks_b.end()),
+                })
+            })
+        })
+        .collect()
+}
+
+/// King files and ranks from which relative piece `r` lands on the board (all for a hand
+/// piece).
+fn king_range(r: usize) -> (std::ops::RangeInclusive<u8>, std::ops::RangeInclusive<u8>) {
+    let hand_end = FE_HAND_END as usize;
+    if r < hand_end {
+        return (0..=8, 0..=8);
+    }
+    let place = (r - hand_end) % REL_PLACES;
+    let (df, dr) = ((place / 17) as u8, (place % 17) as u8);
+    // The piece's file is the king's + df − 8, which must be in 0..=8.
+    (8u8.saturating_sub(df)..=(16 - df).min(8), 8u8.saturating_sub(dr)..=(16 - dr).min(8))
+}
+
+/// A fixed-size set of indices, read back in increasing order.
+struct Bitmap(Vec<u64>);
+
+impl Bitmap {
+    fn new(len: usize) -> Bitmap {
+        Bitmap(vec![0; len.div_ceil(64)])
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    /// Appends `offset + i` for every member `i`, in increasing order.
+    fn append_set(&self, offset: usize, out: &mut Vec<u32>) {
+        for (w, &word) in self.0.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                out.push((offset + w * 64 + bits.trailing_zeros() as usize) as u32);
+                bits &= bits - 1;
             }
         }
     }
@@ -385,12 +503,66 @@ pub fn apply_params(
 /// A chunk of factor records, its gradients, and the global index of its first record.
 type FactorTask<'a> = (&'a mut [Record], &'a [(u32, [f32; 2])], usize);
 
-/// Writes the effective value of each raw feature in `deps` into the quantized tables.
+/// Writes the effective value of each raw feature in `deps` (sorted, distinct) into the
+/// quantized tables. KKP and KPP are written one king's block at a time, in parallel.
 pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &mut Quantized) {
-    let values: Vec<[f32; 2]> = deps.par_iter().map(|&i| effective(layout, records, i as usize)).collect();
-    for (&i, v) in deps.iter().zip(values) {
+    let split = |bound: usize| deps.partition_point(|&i| (i as usize) < bound);
+    let (kkp_lo, kpp_lo, kpp_hi) = (split(KKP_BASE), split(KPP_BASE), split(PATTERN_BASE));
+    for &i in deps[..kkp_lo].iter().chain(&deps[kpp_hi..]) {
+        let v = effective(layout, records, i as usize);
         quant.store(i as usize, &[v[0], v[1], 0.0, 0.0]);
     }
+    let kkp_block = 81 * FE_END;
+    let kkp_deps = per_block(&deps[kkp_lo..kpp_lo], KKP_BASE, kkp_block);
+    quant.kppt.kkp.make_mut().par_chunks_mut(kkp_block).zip(kkp_deps).for_each(|(block, deps)| {
+        for &i in deps {
+            let v = effective(layout, records, i as usize);
+            block[(i as usize - KKP_BASE) % kkp_block] = quantize_pair32(&[v[0], v[1], 0.0, 0.0]);
+        }
+    });
+    let kpp_deps = per_block(&deps[kpp_lo..kpp_hi], KPP_BASE, KPP_TRI);
+    quant.kppt.kpp.make_mut().par_chunks_mut(FE_END * FE_END).zip(kpp_deps).enumerate().for_each(
+        |(k, (block, deps))| {
+            // Sorted triangle indices: `a` only grows, so it is found by stepping, not by `untri`.
+            let mut a = 2;
+            // The records read are scattered over the file: their addresses are computed for
+            // a group first and prefetched, so the cache misses overlap.
+            let mut group = [(0usize, 0usize, None::<usize>); 32];
+            for run in deps.chunks(group.len()) {
+                for (slot, &i) in group.iter_mut().zip(run) {
+                    let i = i as usize;
+                    let t = i - KPP_BASE - k * KPP_TRI;
+                    while a * (a - 1) / 2 <= t {
+                        a += 1;
+                    }
+                    let (own, pp) = kpp_sources(layout, i, k, a, t - (a - 1) * (a - 2) / 2 + 1);
+                    prefetch(&records[own]);
+                    if let Some(pp) = pp {
+                        prefetch(&records[pp]);
+                    }
+                    *slot = (t, own, pp);
+                }
+                for &(t, own, pp) in &group[..run.len()] {
+                    let v = kpp_value(records, own, pp);
+                    store_kpp(block, t, &[v[0], v[1], 0.0, 0.0]);
+                }
+            }
+        },
+    );
+}
+
+/// `deps` (sorted) cut into the runs that fall in consecutive blocks of `block` features
+/// from `base`, one run per block (81 of them, empty ones included).
+fn per_block(deps: &[u32], base: usize, block: usize) -> Vec<&[u32]> {
+    let mut rest = deps;
+    (0..81)
+        .map(|k| {
+            let n = rest.partition_point(|&i| (i as usize) < base + (k + 1) * block);
+            let (run, tail) = rest.split_at(n);
+            rest = tail;
+            run
+        })
+        .collect()
 }
 
 /// For weights initialised from tables: each mirror pair of KK/KKP/KPP features gets one
