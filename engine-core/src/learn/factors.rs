@@ -253,8 +253,8 @@ fn kpp_value(records: &[Record], own: usize, pp: Option<usize>) -> [f32; 2] {
 ///
 /// A PP parameter feeds up to 81 KPP entries per variant, so an update of a few thousand
 /// positions has ~16 M dependents. They are deduplicated and ordered by one bitmap per king
-/// square (KPP) and one over KK and KKP instead of a sort of the whole list, and the
-/// kings' KPP blocks are filled in parallel.
+/// square (KPP, the kings in parallel) and one over KK and KKP, instead of by a sort of the
+/// whole list.
 pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> {
     let raw_end = layout.raw_features();
     let split = |bound: usize| params.partition_point(|g| (g.0 as usize) < bound);
