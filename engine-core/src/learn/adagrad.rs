@@ -52,6 +52,12 @@ pub(crate) fn quantize_pair32(r: &Record) -> [i32; 2] {
 #[inline]
 pub(crate) fn store_kpp(block: &mut [[i16; 2]], tri_index: usize, r: &Record) {
     let (a, b) = untri(tri_index);
+    store_kpp_pair(block, a, b, r);
+}
+
+/// [`store_kpp`] for a caller that already knows the pair.
+#[inline]
+pub(crate) fn store_kpp_pair(block: &mut [[i16; 2]], a: usize, b: usize, r: &Record) {
     let v = [quantize_i16(r[0]).0, quantize_i16(r[1]).0];
     block[a * FE_END + b] = v;
     block[b * FE_END + a] = v;

@@ -28,7 +28,7 @@
 //! After an update, the raw features whose effective value depends on a changed parameter
 //! (`dependents`) are recomputed (`effective`) and written into the quantized tables.
 
-use super::adagrad::{AdaGradConfig, Quantized, apply_parallel, quantize_pair32, store_kpp};
+use super::adagrad::{AdaGradConfig, Quantized, apply_parallel, quantize_pair32, store_kpp_pair};
 use super::gradient::sort_and_sum;
 pub use super::weights::{Factorization, KP_PARAMS, PP_PARAMS, ParamLayout, REL_END, REL_PLACES};
 use super::weights::{
@@ -287,24 +287,18 @@ pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> 
 
     // KPP, one king square at a time: its raw entries, the mirror images of the mirrored
     // king's, and every PP shape that fits around it.
-    let raw_kpp = &params[kpp_lo..kpp_hi];
+    let raw_by_king = per_block(&params[kpp_lo..kpp_hi], |g| g.0 as usize, KPP_BASE, KPP_TRI);
     let shapes = pp_shapes(layout, &params[pp_lo..]);
     let per_king: Vec<Vec<u32>> = (0..81usize)
         .into_par_iter()
         .map(|k| {
             let base = KPP_BASE + k * KPP_TRI;
             let mut bits = Bitmap::new(KPP_TRI);
-            let of_king = |k: usize| {
-                let b = KPP_BASE + k * KPP_TRI;
-                let lo = raw_kpp.partition_point(|g| (g.0 as usize) < b);
-                let hi = raw_kpp.partition_point(|g| (g.0 as usize) < b + KPP_TRI);
-                &raw_kpp[lo..hi]
-            };
-            for &(j, _) in of_king(k) {
+            for &(j, _) in raw_by_king[k] {
                 bits.set(j as usize - base);
             }
             if mirror {
-                for &(j, _) in of_king(mirror_square(k)) {
+                for &(j, _) in raw_by_king[mirror_square(k)] {
                     bits.set(mirror_raw(j as usize) - base);
                 }
             }
@@ -513,21 +507,21 @@ pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &m
         quant.store(i as usize, &[v[0], v[1], 0.0, 0.0]);
     }
     let kkp_block = 81 * FE_END;
-    let kkp_deps = per_block(&deps[kkp_lo..kpp_lo], KKP_BASE, kkp_block);
+    let kkp_deps = per_block(&deps[kkp_lo..kpp_lo], |&i| i as usize, KKP_BASE, kkp_block);
     quant.kppt.kkp.make_mut().par_chunks_mut(kkp_block).zip(kkp_deps).for_each(|(block, deps)| {
         for &i in deps {
             let v = effective(layout, records, i as usize);
             block[(i as usize - KKP_BASE) % kkp_block] = quantize_pair32(&[v[0], v[1], 0.0, 0.0]);
         }
     });
-    let kpp_deps = per_block(&deps[kpp_lo..kpp_hi], KPP_BASE, KPP_TRI);
+    let kpp_deps = per_block(&deps[kpp_lo..kpp_hi], |&i| i as usize, KPP_BASE, KPP_TRI);
     quant.kppt.kpp.make_mut().par_chunks_mut(FE_END * FE_END).zip(kpp_deps).enumerate().for_each(
         |(k, (block, deps))| {
             // Sorted triangle indices: `a` only grows, so it is found by stepping, not by `untri`.
             let mut a = 2;
             // The records read are scattered over the file: their addresses are computed for
             // a group first and prefetched, so the cache misses overlap.
-            let mut group = [(0usize, 0usize, None::<usize>); 32];
+            let mut group = [(0usize, 0usize, 0usize, None::<usize>); 32];
             for run in deps.chunks(group.len()) {
                 for (slot, &i) in group.iter_mut().zip(run) {
                     let i = i as usize;
@@ -535,29 +529,30 @@ pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &m
                     while a * (a - 1) / 2 <= t {
                         a += 1;
                     }
-                    let (own, pp) = kpp_sources(layout, i, k, a, t - (a - 1) * (a - 2) / 2 + 1);
+                    let b = t - (a - 1) * (a - 2) / 2 + 1;
+                    let (own, pp) = kpp_sources(layout, i, k, a, b);
                     prefetch(&records[own]);
                     if let Some(pp) = pp {
                         prefetch(&records[pp]);
                     }
-                    *slot = (t, own, pp);
+                    *slot = (a, b, own, pp);
                 }
-                for &(t, own, pp) in &group[..run.len()] {
+                for &(a, b, own, pp) in &group[..run.len()] {
                     let v = kpp_value(records, own, pp);
-                    store_kpp(block, t, &[v[0], v[1], 0.0, 0.0]);
+                    store_kpp_pair(block, a, b, &[v[0], v[1], 0.0, 0.0]);
                 }
             }
         },
     );
 }
 
-/// `deps` (sorted) cut into the runs that fall in consecutive blocks of `block` features
-/// from `base`, one run per block (81 of them, empty ones included).
-fn per_block(deps: &[u32], base: usize, block: usize) -> Vec<&[u32]> {
-    let mut rest = deps;
+/// `items` (sorted by `key`) cut into the runs whose keys fall in consecutive blocks of
+/// `block` features from `base`, one run per king square (81, empty ones included).
+fn per_block<T>(items: &[T], key: impl Fn(&T) -> usize, base: usize, block: usize) -> Vec<&[T]> {
+    let mut rest = items;
     (0..81)
         .map(|k| {
-            let n = rest.partition_point(|&i| (i as usize) < base + (k + 1) * block);
+            let n = rest.partition_point(|x| key(x) < base + (k + 1) * block);
             let (run, tail) = rest.split_at(n);
             rest = tail;
             run
