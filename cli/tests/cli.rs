@@ -171,7 +171,6 @@ fn bench_depth_prints_its_positions_as_usi() {
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 6, "{out}");
-    engine_core::rules::attacks::init();
     for (line, plies) in lines.iter().zip([40, 50, 60, 70, 80, 90]) {
         let (sfen, moves) = line.strip_prefix("sfen ").and_then(|l| l.split_once(" moves ")).expect(line);
         let mut pos = engine_core::rules::Position::from_sfen(sfen).expect(sfen);

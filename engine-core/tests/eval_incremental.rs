@@ -269,7 +269,6 @@ fn lazy_evaluation_with_skipped_positions_equals_full() {
 #[test]
 fn incremental_equals_full_through_a_tree_of_moves_and_undos() {
     use engine_core::rules::random_walk::{TreeStep, capture_heavy_suite, walk_tree, xorshift};
-    engine_core::rules::attacks::init();
     let eval = Evaluator::with_kppt(Arc::new(KpptTables::random(17, 3000)));
     let mut next = xorshift(0xd40b_5107);
     let mut checked = 0;

@@ -39,7 +39,6 @@ fn fold_sum(layout: &ParamLayout, records: &[Record], active: &[(u32, [f32; 2])]
 /// for every parameter the position touches (the sum is linear, so they agree to rounding).
 #[test]
 fn parameter_gradient_matches_finite_differences_through_the_fold() {
-    engine_core::rules::attacks::init();
     let tmp = tmp_dir("factors-fd");
     for factors in [
         Factorization { mirror: true, kp: false, pp: false },
@@ -102,7 +101,6 @@ fn parameter_gradient_matches_finite_differences_through_the_fold() {
 /// recomputed from scratch from the parameters.
 #[test]
 fn incremental_refresh_equals_full_recomputation() {
-    engine_core::rules::attacks::init();
     let tmp = tmp_dir("factors-refresh");
     let mut w = WeightFile::create_factored(&tmp.path().join("w.kw"), 0, 0, ALL).unwrap();
     let layout = w.header.param_layout();
@@ -283,7 +281,6 @@ fn the_header_keeps_the_factors_and_refuses_unknown_ones() {
 /// trainer's own tables; the same run on one thread gives the same bytes.
 #[test]
 fn factored_training_exports_what_it_trained() {
-    engine_core::rules::attacks::init();
     let tmp = tmp_dir("factors-learn");
     let dir = tmp.path();
     let train = dir.join("train.shard");

@@ -497,7 +497,6 @@ fn bagging_runs_a_common_phase_then_one_per_player() {
     use engine_core::learn::bag_sample::draw_count;
     use engine_core::learn::bagging;
     use engine_core::learn::config::{BagPhase, BaggingConfig};
-    engine_core::rules::attacks::init();
     let tmp = tmp_dir("bagging");
     let dir = tmp.path();
     let train = dir.join("train.shard");
@@ -554,7 +553,6 @@ fn mncl_pushes_a_later_player_away_from_the_earlier_ones() {
     use engine_core::learn::WeightFile;
     use engine_core::learn::bagging;
     use engine_core::learn::config::BaggingConfig;
-    engine_core::rules::attacks::init();
     let tmp = tmp_dir("mncl");
     let dir = tmp.path();
     let train = dir.join("train.shard");

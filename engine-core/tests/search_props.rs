@@ -156,7 +156,6 @@ fn perpetual_check_is_avoided_by_the_checker() {
 /// and the evasion took 5,000,000+ nodes for a depth-1 search in 2 of these 200 positions.)
 #[test]
 fn shallow_searches_stay_small_in_check_heavy_positions() {
-    engine_core::rules::attacks::init();
     let suite = engine_core::rules::random_walk::capture_heavy_suite(200, 0x5345_4152_4348);
     assert!(suite.iter().filter(|p| p.in_check()).count() >= 5, "the suite has checks");
     for (depth, bound) in [(1, 50_000u64), (2, 300_000)] {
@@ -176,7 +175,6 @@ fn shallow_searches_stay_small_in_check_heavy_positions() {
 /// search ends by itself having completed its depth.
 #[test]
 fn two_thread_searches_give_legal_moves() {
-    engine_core::rules::attacks::init();
     let suite = engine_core::rules::random_walk::capture_heavy_suite(120, 0x534d_5032);
     let mut s = searcher();
     s.set_threads(2);

@@ -138,7 +138,6 @@ pub fn run(args: BenchArgs) -> CommandResult {
     };
     match cmd {
         BenchCommand::Movegen { deep, json } => {
-            engine_core::rules::attacks::init();
             let mut cases = vec![("startpos", "startpos", 5u32, 19_861_490u64)];
             if deep {
                 cases.push(("startpos", "startpos", 6, 547_581_517));

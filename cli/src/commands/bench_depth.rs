@@ -49,7 +49,6 @@ fn suite(records: &Path) -> Result<Vec<(Position, Vec<Move>)>, String> {
 
 /// Prints the suite as USI `position` arguments (`sfen ... moves ...`), one a line.
 pub fn print_usi(records: &Path) -> CommandResult {
-    engine_core::rules::attacks::init();
     for (start, moves) in suite(records)? {
         let moves: Vec<String> = moves.iter().map(|m| m.to_string()).collect();
         println!("sfen {} moves {}", start.to_sfen(), moves.join(" "));
@@ -72,7 +71,6 @@ pub fn run(
     if node_budget == Some(0) {
         return Err("--nodes must be at least 1".into());
     }
-    engine_core::rules::attacks::init();
     let positions = suite(records)?;
     let evaluator = Arc::new(match eval {
         Some(dir) => Evaluator::with_kppt(Arc::new(

@@ -148,7 +148,6 @@ fn time_full(eval: &Evaluator, games: &[Vec<Move>]) -> (u64, f64, i64) {
 }
 
 pub fn run(patterns: Option<PathBuf>, games: usize, json: bool) -> CommandResult {
-    engine_core::rules::attacks::init();
     let t = Instant::now();
     let tables = Arc::new(KpptTables::random(1, 600));
     tracing::info!("random KPPT tables built in {:.1} s", t.elapsed().as_secs_f64());

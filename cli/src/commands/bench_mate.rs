@@ -47,7 +47,6 @@ fn solve(pos: &Position, options: SearchOptions, max_nodes: u64) -> Run {
 }
 
 pub fn run(positions: usize, max_nodes: u64, json: bool) -> CommandResult {
-    engine_core::rules::attacks::init();
     let suite = generate_suite(positions, 0x4D41_5445);
     let plain = SearchOptions { mate1: false, root_mate_nodes: 0, ..SearchOptions::default() };
     let configs = [

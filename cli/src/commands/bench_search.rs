@@ -18,7 +18,6 @@ pub fn run(positions: usize, max_depth: i32, max_nodes: u64, json: bool) -> Comm
     if positions == 0 {
         return Err("--positions must be at least 1".into());
     }
-    engine_core::rules::attacks::init();
     let suite = capture_heavy_suite(positions, SUITE_SEED);
     let in_check = suite.iter().filter(|p| p.in_check()).count();
     if !json {

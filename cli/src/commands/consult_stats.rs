@@ -100,7 +100,6 @@ fn games(paths: &[PathBuf]) -> Result<Vec<(Position, Vec<Move>)>, String> {
 }
 
 pub fn run(a: ConsultStatsArgs) -> CommandResult {
-    engine_core::rules::attacks::init();
     if a.max_c == 0 {
         return Err("--max-c must be at least 1".into());
     }

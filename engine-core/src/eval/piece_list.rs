@@ -222,7 +222,6 @@ mod tests {
     #[test]
     fn list_stays_consistent_through_a_tree_of_moves_and_undos() {
         use crate::rules::random_walk::{TreeStep, capture_heavy_suite, walk_tree, xorshift};
-        crate::rules::attacks::init();
         let mut next = xorshift(0x5eed_0fd4_0b00);
         let mut checked = 0;
         for (n, start) in capture_heavy_suite(40, 21).iter().enumerate() {

@@ -272,7 +272,6 @@ mod tests {
 
     #[test]
     fn majority_then_summed_scores_then_max_eval() {
-        crate::rules::attacks::init();
         let p = Position::startpos();
         let rs = vec![result("7g7f", 10, &p), result("2g2f", 90, &p), result("7g7f", 20, &p)];
         assert_eq!(choose(&rs, Vote::Majority), 2, "7g7f has two votes; its best voter speaks");

@@ -148,7 +148,6 @@ mod tests {
 
     #[test]
     fn backers_count_and_sort() {
-        crate::rules::attacks::init();
         let (a, b, c) = (mv("7g7f"), mv("2g2f"), mv("5g5f"));
         assert_eq!(backers(&[a, b, a, c, a, b]), vec![3, 2, 1]);
         assert_eq!(backers(&[]), Vec::<usize>::new());
@@ -156,7 +155,6 @@ mod tests {
 
     #[test]
     fn sums_over_positions() {
-        crate::rules::attacks::init();
         let (a, b) = (mv("7g7f"), mv("2g2f"));
         let mut s = DiversityStats::new(2);
         // Record a; players a, a, b, b; the consultation chose b.

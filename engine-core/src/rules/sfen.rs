@@ -391,7 +391,6 @@ mod tests {
     /// the same start and moves; bad input names what is wrong.
     #[test]
     fn usi_positions_in_every_form() {
-        crate::rules::attacks::init();
         let after = {
             let mut p = Position::startpos();
             let m = p.parse_usi_move("7g7f").unwrap();

@@ -68,7 +68,6 @@ impl BenchResult {
 
 /// Runs the signature searches to `depth` (one thread, deterministic).
 pub fn run(depth: i32) -> BenchResult {
-    crate::rules::attacks::init();
     let evaluator = Arc::new(Evaluator::material_only());
     let mut nodes = Vec::with_capacity(BENCH_POSITIONS.len());
     let start = Instant::now();

@@ -502,7 +502,6 @@ mod tests {
     /// whatever the TT move, killers and counter-move (legal or not) are.
     #[test]
     fn main_picker_yields_each_useful_legal_move_once() {
-        crate::rules::attacks::init();
         let suite = crate::rules::random_walk::capture_heavy_suite(150, 11);
         let h = History::new();
         let mut pickers = 0;
@@ -591,7 +590,6 @@ mod tests {
 
     #[test]
     fn skipping_quiets_still_yields_every_capture() {
-        crate::rules::attacks::init();
         let suite = crate::rules::random_walk::capture_heavy_suite(60, 12);
         let h = History::new();
         for pos in suite.iter().filter(|p| !p.in_check()) {
@@ -609,7 +607,6 @@ mod tests {
 
     #[test]
     fn move_count_pruning_keeps_captures_and_quiet_checks() {
-        crate::rules::attacks::init();
         let suite = crate::rules::random_walk::capture_heavy_suite(80, 14);
         let h = History::new();
         let mut quiet_checks = 0;
@@ -639,7 +636,6 @@ mod tests {
     /// move that gives check, each once.
     #[test]
     fn qsearch_picker_with_quiet_checks() {
-        crate::rules::attacks::init();
         let suite = crate::rules::random_walk::capture_heavy_suite(80, 15);
         let h = History::new();
         let mut checks_seen = 0;
@@ -668,7 +664,6 @@ mod tests {
 
     #[test]
     fn qsearch_picker_yields_captures_or_evasions() {
-        crate::rules::attacks::init();
         let suite = crate::rules::random_walk::capture_heavy_suite(80, 13);
         let h = History::new();
         let mut in_check = 0;

@@ -121,7 +121,6 @@ mod tests {
 
     #[test]
     fn known_exchanges() {
-        crate::rules::attacks::init();
         // Pawn takes an undefended pawn: +180.
         assert_eq!(see_value(&pos("4k4/9/9/9/4p4/4P4/9/9/K8 b - 1"), "5f5e"), 180);
         // Rook takes a pawn defended by a silver: 180 - 1980.
@@ -149,7 +148,6 @@ mod tests {
 
     #[test]
     fn see_is_monotone_in_the_threshold_over_random_positions() {
-        crate::rules::attacks::init();
         let suite = crate::rules::random_walk::capture_heavy_suite(60, 7);
         let mut checked = 0;
         for p in &suite {
