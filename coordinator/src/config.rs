@@ -242,6 +242,12 @@ pub struct CoordinatorSection {
     pub max_push_mib: u64,
     /// Ask workers to return their teacher records (kept under `<run_dir>/teacher/`).
     pub keep_teacher_records: bool,
+    /// Workers compute each shard's gradient over a batch drawn at random from their newest
+    /// N teacher records (the shard's own included), as many as the shard made: one shard's
+    /// few games are too alike to be a batch on their own (+126 Elo in one CPU-hour,
+    /// BENCHMARKS.md "Shuffled batches online"). 0: each shard's own records. Ignored when
+    /// `deterministic` (the batch is then the shard, as in `keima learn` without shuffle).
+    pub batch_pool_records: u64,
     /// Versions of changed-weight lists kept for delta syncs (older workers get a full copy).
     pub delta_versions: usize,
     /// Export KPPT files to `<run_dir>/eval` at the end.
@@ -268,6 +274,7 @@ impl Default for CoordinatorSection {
             validate_every: 10,
             max_push_mib: 512,
             keep_teacher_records: true,
+            batch_pool_records: 250_000,
             delta_versions: 64,
             export: true,
         }

@@ -365,6 +365,11 @@ impl Core {
             kind: Some(spec.into()),
             loss: Some(generations::loss(&self.cfg, generation).into()),
             return_records: self.cfg.coordinator.keep_teacher_records,
+            batch_pool_records: if self.cfg.deterministic {
+                0
+            } else {
+                self.cfg.coordinator.batch_pool_records
+            },
         }
     }
 

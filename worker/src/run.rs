@@ -11,6 +11,7 @@ use crate::local_weights::LocalWeights;
 use crate::retry::{Backoff, Setback, retrying};
 use crate::shard_job::{self, ShardOutput};
 use crate::usi::engines::UsiEngine;
+use engine_core::learn::batch_pool::BatchPool;
 use engine_core::teacher::PackedSfenValue;
 use keima_proto::PROTOCOL_VERSION;
 use keima_proto::seal::push_checksum;
@@ -229,6 +230,8 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, WorkerError> {
             l = Link::open(&o) => l?,
             _ = &mut stop => return Ok(WorkerSummary { interrupted: true, ..sum }),
         };
+        // Records of this worker's recent shards, for leases that draw their batch from them.
+        let batch_pool = Arc::new(std::sync::Mutex::new(BatchPool::default()));
         'work: loop {
             if o.max_shards > 0 && sum.shards >= o.max_shards {
                 break;
@@ -267,7 +270,8 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, WorkerError> {
                 let (lease, ev, p, threads) =
                     (lease.clone(), link.session.weights.evaluator.clone(), progress.clone(), o.threads);
                 let engines = o.usi_engines.clone();
-                tokio::task::spawn_blocking(move || shard_job::run(&lease, &ev, &engines, threads, &p))
+                let pool = batch_pool.clone();
+                tokio::task::spawn_blocking(move || shard_job::run(&lease, &ev, &engines, threads, &p, &pool))
             };
             tokio::pin!(job);
             let mut tick = tokio::time::interval(Duration::from_millis(link.session.heartbeat_ms));

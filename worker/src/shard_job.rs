@@ -6,13 +6,14 @@
 use crate::usi::engines::UsiEngine;
 use engine_core::cpu_time::{process_cpu_seconds, reaped_children_cpu_seconds};
 use engine_core::eval::Evaluator;
+use engine_core::learn::batch_pool::BatchPool;
 use engine_core::learn::gradient::batch_gradient;
 use engine_core::teacher::gensfen::{self, GensfenConfig, GensfenStats, Opening, run_records, run_selfplay};
 use engine_core::teacher::{PackedSfenValue, ShardReader, TeacherRecord};
 use keima_proto::spec::{ShardSpec, lease_work};
 use keima_proto::v1;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// A finished shard: the gradient (sorted by index, distinct), the teacher records (raw
@@ -46,6 +47,27 @@ fn searchers(ev: &Arc<Evaluator>, threads: usize, games: usize) -> Vec<gensfen::
     (0..parallel).map(|_| gensfen::Worker::with_search_threads(ev.clone(), 16, per_search)).collect()
 }
 
+/// The gradient's batch when the lease asks for a pool: the shard's records join the
+/// worker's pool, and as many are drawn from it at random (`None`: the shard's own).
+fn pooled_batch(
+    lease: &v1::Lease,
+    pool: &Mutex<BatchPool>,
+    records: &[TeacherRecord],
+) -> Option<Vec<TeacherRecord>> {
+    let capacity = usize::try_from(lease.batch_pool_records).unwrap_or(usize::MAX);
+    if capacity == 0 {
+        return None;
+    }
+    // A panic elsewhere while the lock was held leaves at worst a pool missing some records.
+    let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
+    if pool.capacity() != capacity {
+        *pool = BatchPool::new(capacity);
+    }
+    pool.push(&records.iter().map(|r| r.psv).collect::<Vec<_>>());
+    let seed = engine_core::rng::mix64(lease.shard_id ^ ((lease.attempt as u64) << 48));
+    Some(to_teacher(&pool.sample(records.len(), seed)))
+}
+
 /// Runs a lease on `threads` threads, with the external USI engines this worker declared.
 /// `progress` counts positions (games, for a match) as they are produced.
 pub fn run(
@@ -54,6 +76,7 @@ pub fn run(
     usi_engines: &[UsiEngine],
     threads: usize,
     progress: &AtomicU64,
+    pool: &Mutex<BatchPool>,
 ) -> Result<ShardOutput, String> {
     let started = Instant::now();
     // The worker runs one shard at a time, so the process's CPU time meanwhile is the
@@ -132,9 +155,11 @@ pub fn run(
         }
         ShardSpec::Match { .. } => unreachable!("played above"),
     };
-    let pool =
+    let batch = pooled_batch(lease, pool, &records);
+    let threads_pool =
         rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().map_err(|e| e.to_string())?;
-    let g = pool.install(|| batch_gradient(evaluator, &records, &loss, threads > 1));
+    let g = threads_pool
+        .install(|| batch_gradient(evaluator, batch.as_deref().unwrap_or(&records), &loss, threads > 1));
     let mut raw = Vec::new();
     if lease.return_records {
         raw.reserve(psvs.len() * PackedSfenValue::SIZE);
@@ -157,4 +182,42 @@ pub fn run(
         },
         result: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine_core::rules::Position;
+
+    fn shard(scores: std::ops::Range<i16>) -> Vec<TeacherRecord> {
+        let pos = Position::startpos();
+        let psvs: Vec<PackedSfenValue> =
+            scores.map(|s| PackedSfenValue::new(&pos, None, s, 0).expect("startpos packs")).collect();
+        to_teacher(&psvs)
+    }
+
+    fn scores(rs: &[TeacherRecord]) -> Vec<i16> {
+        rs.iter().map(|r| r.psv.score).collect()
+    }
+
+    #[test]
+    fn a_pooled_batch_mixes_earlier_shards_in() {
+        let pool = Mutex::new(BatchPool::default());
+        let mut lease = v1::Lease { shard_id: 1, attempt: 1, batch_pool_records: 1000, ..Default::default() };
+        let first = shard(0..100);
+        let b1 = pooled_batch(&lease, &pool, &first).expect("the lease asks for a pool");
+        // The pool held only this shard: the batch is the shard, in another order.
+        let mut s1 = scores(&b1);
+        s1.sort();
+        assert_eq!(s1, scores(&first));
+        lease.shard_id = 2;
+        let second = shard(100..200);
+        let b2 = scores(&pooled_batch(&lease, &pool, &second).unwrap());
+        assert_eq!(b2.len(), 100, "as many records as the shard made");
+        let older = b2.iter().filter(|&&s| s < 100).count();
+        assert!((25..=75).contains(&older), "{older} of 100 from the first shard");
+        // Without a pool the batch is the shard's own.
+        lease.batch_pool_records = 0;
+        assert!(pooled_batch(&lease, &pool, &second).is_none());
+    }
 }

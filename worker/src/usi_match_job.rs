@@ -231,7 +231,9 @@ mod tests {
         let Some(v1::lease::Kind::Match(m)) = &mut lease.kind else { unreachable!() };
         m.usi.as_mut().unwrap().engine = "/usr/games/gpsusi".into();
         let ev = std::sync::Arc::new(Evaluator::material_only());
-        let e = crate::shard_job::run(&lease, &ev, &declared, 1, &AtomicU64::new(0)).err().unwrap();
+        let e = crate::shard_job::run(&lease, &ev, &declared, 1, &AtomicU64::new(0), &Default::default())
+            .err()
+            .unwrap();
         assert!(e.contains("only ASCII letters"), "{e}");
     }
 }

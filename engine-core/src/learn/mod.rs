@@ -4,11 +4,13 @@
 //! the configuration (`config`), a run's weight set-up (`init`), held-out metrics
 //! (`validation`), the files of a run directory (`files`), checkpoints (`checkpoint`), the
 //! training loop (`trainer`), bagging's phases (`bagging`) and its sample (`bag_sample`), KPPT
-//! export (`export`), and newbob's decay-and-rollback decision (`newbob`).
+//! export (`export`), newbob's decay-and-rollback decision (`newbob`), and a worker's pool of
+//! recent records that each shard's gradient batch is drawn from (`batch_pool`).
 
 pub mod adagrad;
 pub mod bag_sample;
 pub mod bagging;
+pub mod batch_pool;
 pub mod checkpoint;
 pub mod config;
 pub mod data;
