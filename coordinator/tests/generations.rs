@@ -322,3 +322,23 @@ fn a_crash_in_a_generations_end_or_lost_checkpoints_end_in_the_same_state() {
     let (core, _) = Core::resume(&run, None).unwrap();
     assert_eq!(snapshot(&core), end);
 }
+
+#[test]
+fn leases_ask_for_the_batch_pool_unless_deterministic() {
+    for (deterministic, pool, expected) in [(false, None, 250_000), (false, Some(7), 7), (true, None, 0)] {
+        let tmp = tmp("batch-pool");
+        let run = tmp.path().join("run");
+        let mut cfg = config(&run, "", "");
+        cfg.deterministic = deterministic;
+        if let Some(records) = pool {
+            cfg.coordinator.batch_pool_records = records;
+        }
+        let core = Core::create(cfg).unwrap();
+        let id = core.register("a", 1);
+        assert_eq!(
+            lease(&core, &id).batch_pool_records,
+            expected,
+            "deterministic {deterministic}, pool {pool:?}"
+        );
+    }
+}
