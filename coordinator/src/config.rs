@@ -14,6 +14,7 @@
 use crate::elo_config::EloSection;
 use crate::usi_engines_config::UsiEngineConfig;
 use engine_core::config::ConfigError;
+use engine_core::learn::batch_pool::BatchPool;
 use engine_core::learn::config::{LearnSettings, NewbobConfig};
 use engine_core::teacher::config::{SearchLimit, SelfPlayGames, TeacherSearch, UnknownResult};
 use serde::{Deserialize, Serialize};
@@ -244,8 +245,8 @@ pub struct CoordinatorSection {
     pub keep_teacher_records: bool,
     /// Workers compute each shard's gradient over a batch drawn at random from their newest
     /// N teacher records (the shard's own included), as many as the shard made: one shard's
-    /// few games are too alike to be a batch on their own (+126 Elo in one CPU-hour,
-    /// BENCHMARKS.md "Shuffled batches online"). 0: each shard's own records. Ignored when
+    /// few games are too alike to be a batch on their own (+71 Elo in the one-CPU-hour
+    /// recipe, BENCHMARKS.md "Shuffled batches online"). 0: each shard's own records. Ignored when
     /// `deterministic` (the batch is then the shard, as in `keima learn` without shuffle).
     pub batch_pool_records: u64,
     /// Versions of changed-weight lists kept for delta syncs (older workers get a full copy).
@@ -341,6 +342,12 @@ impl TrainConfig {
         let c = &self.coordinator;
         if c.tls_cert.is_some() != c.tls_key.is_some() {
             return Err(ConfigError::invalid("[coordinator] tls_cert, tls_key", "give both or neither"));
+        }
+        if c.batch_pool_records > BatchPool::MAX_RECORDS as u64 {
+            return Err(ConfigError::invalid(
+                "[coordinator] batch_pool_records",
+                format!("at most {} (each record is 40 bytes in every worker)", BatchPool::MAX_RECORDS),
+            ));
         }
         if c.lease_seconds == 0 || c.max_attempts == 0 {
             return Err(ConfigError::invalid(
@@ -471,6 +478,14 @@ mod tests {
 
     /// Without random moves a game is fixed by its opening and the weights: a shard with
     /// more games than openings (or several from the start position) is refused.
+    #[test]
+    fn a_batch_pool_beyond_the_cap_is_refused_by_name() {
+        let at_cap = format!("[coordinator]\nbatch_pool_records = {}\n", BatchPool::MAX_RECORDS);
+        assert_eq!(parse(&at_cap).unwrap().coordinator.batch_pool_records, BatchPool::MAX_RECORDS as u64);
+        let over = format!("[coordinator]\nbatch_pool_records = {}\n", BatchPool::MAX_RECORDS + 1);
+        assert_refused_by_key(&[(&over, "[coordinator] batch_pool_records")], parse);
+    }
+
     #[test]
     fn selfplay_that_would_replay_its_games_is_refused() {
         let sp = |body: &str| TrainConfig::from_toml(&format!("[selfplay]\nshards = 1\n{body}"));

@@ -60,7 +60,7 @@ fn pooled_batch(
     }
     // A panic elsewhere while the lock was held leaves at worst a pool missing some records.
     let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
-    if pool.capacity() != capacity {
+    if pool.capacity() != capacity.min(BatchPool::MAX_RECORDS) {
         *pool = BatchPool::new(capacity);
     }
     pool.push(&records.iter().map(|r| r.psv).collect::<Vec<_>>());
