@@ -60,10 +60,8 @@ fn pooled_batch(
     }
     // A panic elsewhere while the lock was held leaves at worst a pool missing some records.
     let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
-    if pool.capacity() != capacity.min(BatchPool::MAX_RECORDS) {
-        *pool = BatchPool::new(capacity);
-    }
-    pool.push(&records.iter().map(|r| r.psv).collect::<Vec<_>>());
+    pool.set_capacity(capacity);
+    pool.push(records.iter().map(|r| r.psv));
     let seed = engine_core::rng::mix64(lease.shard_id ^ ((lease.attempt as u64) << 48));
     Some(to_teacher(&pool.sample(records.len(), seed)))
 }

@@ -35,6 +35,14 @@ impl BatchPool {
         self.capacity
     }
 
+    /// Keeps the records if `capacity` (capped as in `new`) is the current one, else starts
+    /// an empty pool of that capacity.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        if capacity.min(Self::MAX_RECORDS) != self.capacity {
+            *self = BatchPool::new(capacity);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.records.len()
     }
@@ -44,11 +52,11 @@ impl BatchPool {
     }
 
     /// Adds records, overwriting the oldest once `capacity` are held.
-    pub fn push(&mut self, new: &[PackedSfenValue]) {
+    pub fn push(&mut self, new: impl IntoIterator<Item = PackedSfenValue>) {
         if self.capacity == 0 {
             return;
         }
-        for &r in new {
+        for r in new {
             if self.records.len() < self.capacity {
                 self.records.push(r);
             } else {
@@ -88,9 +96,9 @@ mod tests {
     #[test]
     fn the_ring_keeps_the_newest_records() {
         let mut b = BatchPool::new(4);
-        b.push(&(0..3).map(record).collect::<Vec<_>>());
+        b.push((0..3).map(record));
         assert_eq!(b.len(), 3);
-        b.push(&(3..7).map(record).collect::<Vec<_>>());
+        b.push((3..7).map(record));
         assert_eq!(b.len(), 4);
         let mut held = tags(&b.sample(10, 1));
         held.sort();
@@ -100,7 +108,7 @@ mod tests {
     #[test]
     fn samples_are_distinct_reproducible_and_reach_old_records() {
         let mut b = BatchPool::new(1000);
-        b.push(&(0..1000).map(record).collect::<Vec<_>>());
+        b.push((0..1000).map(record));
         let s = tags(&b.sample(100, 7));
         assert_eq!(s, tags(&b.sample(100, 7)));
         assert_ne!(s, tags(&b.sample(100, 8)));
@@ -120,9 +128,20 @@ mod tests {
     }
 
     #[test]
+    fn the_same_capacity_keeps_the_records_and_another_starts_afresh() {
+        let mut b = BatchPool::new(usize::MAX);
+        b.push([record(1)]);
+        b.set_capacity(BatchPool::MAX_RECORDS + 1);
+        assert_eq!(b.len(), 1, "the same capacity once capped");
+        b.set_capacity(10);
+        assert!(b.is_empty());
+        assert_eq!(b.capacity(), 10);
+    }
+
+    #[test]
     fn capacity_zero_holds_nothing() {
         let mut b = BatchPool::new(0);
-        b.push(&[record(1)]);
+        b.push([record(1)]);
         assert!(b.is_empty());
         assert!(b.sample(5, 1).is_empty());
     }

@@ -13,16 +13,16 @@
 use super::bitboard::Bitboard;
 use super::types::{Color, Piece, PieceType, Square};
 
-const RANK_GATHER: u64 = gather_mask(9);
+const RANK_GATHER: u64 = spaced_bits(9, 7);
 const DIAG_GATHER_MUL: u64 = gather_mul(10);
 const ANTI_GATHER_MUL: u64 = gather_mul(8);
 const RANK_GATHER_MUL: u64 = gather_mul(9);
 
-/// Bits 0, s, 2s, ... 6s.
-const fn gather_mask(stride: u32) -> u64 {
+/// Bits 0, s, 2s, ... (count of them).
+const fn spaced_bits(stride: u32, count: u32) -> u64 {
     let mut m = 0u64;
     let mut k = 0;
-    while k < 7 {
+    while k < count {
         m |= 1u64 << (stride * k);
         k += 1;
     }
@@ -177,7 +177,7 @@ const fn build_tables() -> AttackTables {
         let len = 9 - f.abs_diff(r);
         let inner = if len >= 3 { len - 2 } else { 0 };
         t.diag_shift[i] = i as u32 - 10 * m + 10;
-        t.diag_mask[i] = if len >= 3 { gather_mask(10) & ((1u64 << (10 * (len - 3) + 1)) - 1) } else { 0 };
+        t.diag_mask[i] = spaced_bits(10, inner);
         fill_line(&mut t.diag, i, (1, 1), (t.diag_shift[i], 10, inner));
         // Anti-diagonal (file+1, rank-1): index stride 8.
         let m = if f < 8 - r { f } else { 8 - r };
@@ -185,7 +185,7 @@ const fn build_tables() -> AttackTables {
         let len = if 9 - fs < rs + 1 { 9 - fs } else { rs + 1 };
         let inner = if len >= 3 { len - 2 } else { 0 };
         t.anti_shift[i] = i as u32 - 8 * m + 8;
-        t.anti_mask[i] = if len >= 3 { gather_mask(8) & ((1u64 << (8 * (len - 3) + 1)) - 1) } else { 0 };
+        t.anti_mask[i] = spaced_bits(8, inner);
         fill_line(&mut t.anti, i, (1, -1), (t.anti_shift[i], 8, inner));
         fill_line(&mut t.file, i, (0, 1), (f * 9 + 1, 1, 7));
         fill_line(&mut t.rank, i, (1, 0), (r + 9, 9, 7));
