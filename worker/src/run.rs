@@ -5,12 +5,14 @@
 //! can fix. On SIGTERM/SIGINT it gives its lease back and exits.
 
 use crate::connection::{Client, Connection, connect};
+use crate::cpu_ledger::CpuLedger;
 use crate::error::Call;
 use crate::error::WorkerError;
 use crate::local_weights::LocalWeights;
 use crate::retry::{Backoff, Setback, retrying};
 use crate::shard_job::{self, ShardOutput};
 use crate::usi::engines::UsiEngine;
+use engine_core::cpu_time::process_cpu_seconds;
 use engine_core::learn::batch_pool::BatchPool;
 use engine_core::teacher::PackedSfenValue;
 use keima_proto::PROTOCOL_VERSION;
@@ -232,6 +234,7 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, WorkerError> {
         };
         // Records of this worker's recent shards, for leases that draw their batch from them.
         let batch_pool = Arc::new(std::sync::Mutex::new(BatchPool::default()));
+        let mut ledger = CpuLedger::new(process_cpu_seconds());
         'work: loop {
             if o.max_shards > 0 && sum.shards >= o.max_shards {
                 break;
@@ -266,6 +269,7 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, WorkerError> {
             let version = link.session.weights.version.expect("pulled");
             // Run the shard on a blocking thread, heartbeating meanwhile.
             let progress = Arc::new(AtomicU64::new(0));
+            ledger.job_starts(process_cpu_seconds());
             let job = {
                 let (lease, ev, p, threads) =
                     (lease.clone(), link.session.weights.evaluator.clone(), progress.clone(), o.threads);
@@ -301,8 +305,13 @@ pub fn run(o: WorkerOptions) -> Result<WorkerSummary, WorkerError> {
                 }
             };
             let output = match output {
-                Ok(out) => out,
+                Ok(mut out) => {
+                    // Weight syncs, leases and pushes are training's cost too (`cpu_ledger`).
+                    out.stats.cpu_seconds += ledger.job_ends(process_cpu_seconds(), out.result.is_none());
+                    out
+                }
                 Err(e) => {
+                    // The ledger's mark stays put: the failed job's CPU is charged as overhead.
                     tracing::warn!(shard = lease.shard_id, "shard failed: {e}");
                     let failed = complete(&link.session, &lease, v1::complete_request::Reason::Failed, e);
                     let _ = link.client.complete(failed).await;
