@@ -67,38 +67,31 @@ impl WeightState {
         let ev = Arc::get_mut(&mut self.evaluator).expect("no search holds the coordinator's evaluator");
         let (kppt, mut patterns) = quantized::tables_mut(ev).expect("unique tables");
         let layout = self.file.header.param_layout();
-        // Factored: the step is on the parameters, and every raw feature that depends on a
-        // changed parameter is recomputed (the same as `keima learn`).
-        let factored = (!layout.factors.is_none()).then(|| factors::FactoredUpdate::plan(&layout, grads));
-        // The raw features whose quantized value may change, and their values before.
-        let grad_indices: Vec<u32>;
-        let candidates: &[u32] = match &factored {
-            Some(update) => &update.dependents,
-            None => {
-                grad_indices = grads.iter().map(|&(i, _)| i).collect();
-                &grad_indices
-            }
-        };
-        let before: Vec<[i32; 2]> = {
+        let records = self.file.records_mut();
+        let (touched, changed) = if layout.factors.is_none() {
+            // The features whose quantized value may change are the gradient's; read them
+            // before and after the step.
             let (k, p) = (&*kppt, patterns.as_deref());
-            candidates.par_iter().map(|&i| quantized::get(k, p, i as usize)).collect()
-        };
-        let touched = {
+            let before: Vec<[i32; 2]> =
+                grads.par_iter().map(|&(i, _)| quantized::get(k, p, i as usize)).collect();
             let mut q = Quantized { kppt: &mut *kppt, patterns: patterns.as_deref_mut() };
-            let records = self.file.records_mut();
-            match &factored {
-                Some(update) => update.step(step, update_no, &layout, records, Some(&mut q)),
-                // In parallel over disjoint weight ranges (bit-identical to the sequential update).
-                None => adagrad::apply_parallel(step, update_no, records, grads, Some(&mut q)),
-            }
+            // In parallel over disjoint weight ranges (bit-identical to the sequential update).
+            let touched = adagrad::apply_parallel(step, update_no, records, grads, Some(&mut q));
+            let (k, p) = (&*kppt, patterns.as_deref());
+            let changed: Vec<u32> = grads
+                .par_iter()
+                .zip(before.par_iter())
+                .filter(|&(&(i, _), b)| quantized::get(k, p, i as usize) != *b)
+                .map(|(&(i, _), _)| i)
+                .collect();
+            (touched, changed)
+        } else {
+            // Factored: the step is on the parameters, and every raw feature that depends on
+            // a changed parameter is recomputed (the same as `keima learn`), which also tells
+            // which quantized values changed.
+            let mut q = Quantized { kppt, patterns };
+            factors::apply_factored(step, update_no, &layout, records, grads, Some(&mut q))
         };
-        let (k, p) = (&*kppt, patterns.as_deref());
-        let changed: Vec<u32> = candidates
-            .par_iter()
-            .zip(before.par_iter())
-            .filter(|&(&i, b)| quantized::get(k, p, i as usize) != *b)
-            .map(|(&i, _)| i)
-            .collect();
         let quantized_changed = changed.len();
         self.file.header.updates += 1;
         self.file.header.examples += examples;

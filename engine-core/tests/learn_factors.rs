@@ -13,6 +13,7 @@ use engine_core::learn::export::{export_kppt, quantize_tables_factored};
 use engine_core::learn::factors::{self, Factorization, ParamLayout, mirror_piece, mirror_square};
 use engine_core::learn::features::active_features;
 use engine_core::learn::gradient::sort_and_sum;
+use engine_core::learn::quantized;
 use engine_core::learn::weights::{
     KKP_BASE, KPP_BASE, PATTERN_BASE, Record, WeightFile, WeightsError, kkp_index, kpp_index, pair_index,
     untri,
@@ -108,6 +109,7 @@ fn incremental_refresh_equals_full_recomputation() {
     let mut tables = KpptTables::zeros();
     let recs = to_records(&game_records(3, 80, 21));
     let mut rng = Rng(9);
+    let mut changed_total = 0;
     for (u, batch) in recs.chunks(40).enumerate() {
         let mut raw = Vec::new();
         for rec in batch {
@@ -117,11 +119,24 @@ fn incremental_refresh_equals_full_recomputation() {
             raw.extend(active.iter().map(|a| (a.index, [g * a.sign[0], g * a.sign[1]])));
         }
         sort_and_sum(&mut raw, false);
+        // The changed list the update returns is exactly the dependents whose value moved.
+        let update = factors::FactoredUpdate::plan(&layout, &raw);
+        let before: Vec<[i32; 2]> =
+            update.dependents.iter().map(|&i| quantized::get(&tables, None, i as usize)).collect();
         let mut q = Quantized { kppt: &mut tables, patterns: None };
-        let (touched, deps) =
-            factors::apply_factored(&cfg, u as u64, &layout, w.records_mut(), &raw, Some(&mut q));
-        assert!(touched > 0 && deps.len() >= raw.len());
+        let (touched, changed) = update.step(&cfg, u as u64, &layout, w.records_mut(), Some(&mut q));
+        let moved: Vec<u32> = update
+            .dependents
+            .iter()
+            .zip(&before)
+            .filter(|&(&i, b)| quantized::get(&tables, None, i as usize) != *b)
+            .map(|(&i, _)| i)
+            .collect();
+        assert!(touched > 0 && !changed.is_empty());
+        assert_eq!(changed, moved, "update {u}");
+        changed_total += changed.len();
     }
+    assert!(changed_total > 1000, "{changed_total}");
     let (full, _) = quantize_tables_factored(&layout, w.records());
     assert!(tables.kkp.as_slice().iter().filter(|v| **v != [0, 0]).count() > 1000);
     assert!(tables.kk.as_slice() == full.kk.as_slice(), "KK differs");

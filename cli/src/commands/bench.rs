@@ -109,6 +109,9 @@ pub enum BenchCommand {
         /// Teacher positions behind the recorded gradient (one shard's worth).
         #[arg(long, default_value_t = 1000)]
         positions: usize,
+        /// Weights with all three factors (mirror, KP, PP), as the strength recipes train.
+        #[arg(long)]
+        factors: bool,
         #[arg(long)]
         json: bool,
     },
@@ -176,8 +179,8 @@ pub fn run(args: BenchArgs) -> CommandResult {
             super::bench_search::run(positions, max_depth, max_nodes, json)
         }
         BenchCommand::Eval { patterns, games, json } => super::bench_eval::run(patterns, games, json),
-        BenchCommand::Coordinator { workers, pushes, positions, json } => {
-            super::bench_coordinator::run(workers, pushes, positions, json)
+        BenchCommand::Coordinator { workers, pushes, positions, factors, json } => {
+            super::bench_coordinator::run(workers, pushes, positions, factors, json)
         }
         BenchCommand::Learn { shard, batch, batches, json } => {
             super::bench_learn::run(shard, batch, batches, json)

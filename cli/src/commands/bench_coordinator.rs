@@ -4,6 +4,7 @@
 
 use super::CommandResult;
 use engine_core::eval::Evaluator;
+use engine_core::learn::factors::Factorization;
 use engine_core::learn::gradient::{LossConfig, batch_gradient};
 use engine_core::teacher::gensfen::{
     GensfenConfig, SearchLimit, SelfPlayGames, TeacherSearch, Worker, run_selfplay,
@@ -17,16 +18,23 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub fn run(workers: usize, pushes: u64, positions: usize, json: bool) -> CommandResult {
+pub fn run(workers: usize, pushes: u64, positions: usize, factored: bool, json: bool) -> CommandResult {
     let dir = std::env::temp_dir().join(format!("keima-bench-coordinator-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let result = bench(&dir, workers, pushes, positions, json);
+    let result = bench(&dir, workers, pushes, positions, factored, json);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn bench(dir: &std::path::Path, workers: usize, pushes: u64, positions: usize, json: bool) -> CommandResult {
+fn bench(
+    dir: &std::path::Path,
+    workers: usize,
+    pushes: u64,
+    positions: usize,
+    factored: bool,
+    json: bool,
+) -> CommandResult {
     // Real teacher positions (self-play, material evaluation) and their real gradient.
     let ev = Arc::new(Evaluator::material_only());
     let cfg = GensfenConfig::selfplay(
@@ -84,6 +92,10 @@ fn bench(dir: &std::path::Path, workers: usize, pushes: u64, positions: usize, j
     tc.coordinator.metrics_listen = String::new();
     tc.coordinator.export = false;
     tc.coordinator.keep_teacher_records = false;
+    if factored {
+        // Every merge then also recomputes each raw feature of every changed factor.
+        tc.learn.init.factors = Factorization { mirror: true, kp: true, pp: true };
+    }
     // As a large run would: checkpoints are rare, the journal covers the merges in between.
     tc.coordinator.checkpoint_every = 100;
     tc.coordinator.max_staleness = u64::MAX / 2;

@@ -30,6 +30,7 @@
 
 use super::adagrad::{AdaGradConfig, Quantized, apply_parallel, quantize_pair32, store_kpp_pair};
 use super::gradient::sort_and_sum;
+use super::quantized;
 pub use super::weights::{Factorization, KP_PARAMS, PP_PARAMS, ParamLayout, REL_END, REL_PLACES};
 use super::weights::{
     Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
@@ -413,7 +414,8 @@ impl FactoredUpdate {
     }
 
     /// The AdaGrad step on every touched parameter, then the effective value of every
-    /// dependent raw feature written into `quant`. Returns the number of parameters changed.
+    /// dependent raw feature written into `quant`. Returns the number of parameters changed
+    /// and the raw features whose quantized value changed (sorted; empty without `quant`).
     pub fn step(
         &self,
         cfg: &AdaGradConfig,
@@ -421,18 +423,18 @@ impl FactoredUpdate {
         layout: &ParamLayout,
         records: &mut [Record],
         quant: Option<&mut Quantized>,
-    ) -> usize {
+    ) -> (usize, Vec<u32>) {
         let touched = apply_params(cfg, update_no, layout, records, &self.params);
-        if let Some(q) = quant {
-            refresh(layout, records, &self.dependents, q);
-        }
-        touched
+        let changed = match quant {
+            Some(q) => refresh(layout, records, &self.dependents, q),
+            None => Vec::new(),
+        };
+        (touched, changed)
     }
 }
 
 /// One factored AdaGrad update ([`FactoredUpdate::plan`] then its step). Returns the number
-/// of parameters changed and the dependent raw features (those whose quantized value may
-/// have changed).
+/// of parameters changed and the raw features whose quantized value changed.
 pub fn apply_factored(
     cfg: &AdaGradConfig,
     update_no: u64,
@@ -441,9 +443,7 @@ pub fn apply_factored(
     raw: &[(u32, [f32; 2])],
     quant: Option<&mut Quantized>,
 ) -> (usize, Vec<u32>) {
-    let update = FactoredUpdate::plan(layout, raw);
-    let touched = update.step(cfg, update_no, layout, records, quant);
-    (touched, update.dependents)
+    FactoredUpdate::plan(layout, raw).step(cfg, update_no, layout, records, quant)
 }
 
 /// The AdaGrad step on the parameters (`params` sorted and distinct): the raw part as
@@ -498,25 +498,58 @@ pub fn apply_params(
 type FactorTask<'a> = (&'a mut [Record], &'a [(u32, [f32; 2])], usize);
 
 /// Writes the effective value of each raw feature in `deps` (sorted, distinct) into the
-/// quantized tables. KKP and KPP are written one king's block at a time, in parallel.
-pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &mut Quantized) {
+/// quantized tables, and returns those whose quantized value changed (sorted). KKP and KPP
+/// are written one king's block at a time, in parallel.
+///
+/// The changed list is what a remote copy of the tables needs (the coordinator's delta
+/// syncs). It is found while writing, from the value each cell held, rather than by reading
+/// the up to ~16 M dependents before and after: most of a factored merge's time was those
+/// two extra passes, each decoding every index.
+pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &mut Quantized) -> Vec<u32> {
     let split = |bound: usize| deps.partition_point(|&i| (i as usize) < bound);
     let (kkp_lo, kpp_lo, kpp_hi) = (split(KKP_BASE), split(KPP_BASE), split(PATTERN_BASE));
+    let mut kk_changed = Vec::new();
+    let mut pattern_changed = Vec::new();
     for &i in deps[..kkp_lo].iter().chain(&deps[kpp_hi..]) {
+        let before = quantized::get(quant.kppt, quant.patterns.as_deref(), i as usize);
         let v = effective(layout, records, i as usize);
         quant.store(i as usize, &[v[0], v[1], 0.0, 0.0]);
+        if quantized::get(quant.kppt, quant.patterns.as_deref(), i as usize) != before {
+            if (i as usize) < KKP_BASE { kk_changed.push(i) } else { pattern_changed.push(i) }
+        }
     }
     let kkp_block = 81 * FE_END;
     let kkp_deps = per_block(&deps[kkp_lo..kpp_lo], |&i| i as usize, KKP_BASE, kkp_block);
-    quant.kppt.kkp.make_mut().par_chunks_mut(kkp_block).zip(kkp_deps).for_each(|(block, deps)| {
-        for &i in deps {
-            let v = effective(layout, records, i as usize);
-            block[(i as usize - KKP_BASE) % kkp_block] = quantize_pair32(&[v[0], v[1], 0.0, 0.0]);
-        }
-    });
+    let kkp_changed: Vec<Vec<u32>> = quant
+        .kppt
+        .kkp
+        .make_mut()
+        .par_chunks_mut(kkp_block)
+        .zip(kkp_deps)
+        .map(|(block, deps)| {
+            let mut changed = Vec::new();
+            for &i in deps {
+                let v = effective(layout, records, i as usize);
+                let q = quantize_pair32(&[v[0], v[1], 0.0, 0.0]);
+                let cell = &mut block[(i as usize - KKP_BASE) % kkp_block];
+                if *cell != q {
+                    *cell = q;
+                    changed.push(i);
+                }
+            }
+            changed
+        })
+        .collect();
     let kpp_deps = per_block(&deps[kpp_lo..kpp_hi], |&i| i as usize, KPP_BASE, KPP_TRI);
-    quant.kppt.kpp.make_mut().par_chunks_mut(FE_END * FE_END).zip(kpp_deps).enumerate().for_each(
-        |(k, (block, deps))| {
+    let kpp_changed: Vec<Vec<u32>> = quant
+        .kppt
+        .kpp
+        .make_mut()
+        .par_chunks_mut(FE_END * FE_END)
+        .zip(kpp_deps)
+        .enumerate()
+        .map(|(k, (block, deps))| {
+            let mut changed = Vec::new();
             // Sorted triangle indices: `a` only grows, so it is found by stepping, not by `untri`.
             let mut a = 2;
             // The records read are scattered over the file: their addresses are computed for
@@ -537,13 +570,24 @@ pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &m
                     }
                     *slot = (a, b, own, pp);
                 }
-                for &(a, b, own, pp) in &group[..run.len()] {
+                for (&(a, b, own, pp), &i) in group[..run.len()].iter().zip(run) {
                     let v = kpp_value(records, own, pp);
+                    // The cell `quantized::get` reads (a > b); `store_kpp_pair` writes both.
+                    let before = block[a * FE_END + b];
                     store_kpp_pair(block, a, b, &[v[0], v[1], 0.0, 0.0]);
+                    if block[a * FE_END + b] != before {
+                        changed.push(i);
+                    }
                 }
             }
-        },
-    );
+            changed
+        })
+        .collect();
+    let mut changed = kk_changed;
+    changed.extend(kkp_changed.into_iter().flatten());
+    changed.extend(kpp_changed.into_iter().flatten());
+    changed.extend(pattern_changed);
+    changed
 }
 
 /// `items` (sorted by `key`) cut into the runs whose keys fall in consecutive blocks of
