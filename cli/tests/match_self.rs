@@ -130,6 +130,21 @@ fn match_rejects_bad_options() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("NAME=VALUE"));
+    // An eval directory Keima cannot load would have it play material only: refused by name,
+    // before any game, and no record written.
+    let missing = dir.join("no-eval-here");
+    let output = Command::new(env!("CARGO_BIN_EXE_keima"))
+        .args(["match", "--engine1", "self", "--engine2", "self", "--games", "2", "--nodes", "10"])
+        .arg("--option2")
+        .arg(format!("EvalDir={}", missing.display()))
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{err}");
+    assert!(err.contains("--option2 EvalDir=") && err.contains("no-eval-here"), "{err}");
+    assert!(!dir.join("out").exists());
 }
 
 /// Runs `keima match` with `args` plus `--out DIR --json`; returns the parsed summary.

@@ -105,11 +105,6 @@ impl WeightState {
         MergeOutcome { touched, quantized_changed }
     }
 
-    fn value(&self, index: u32) -> [i32; 2] {
-        let kppt = self.evaluator.kppt.as_deref().expect("training evaluator has KPPT");
-        quantized::get(kppt, self.evaluator.patterns.as_deref(), index as usize)
-    }
-
     /// Every non-zero quantized value (a full copy).
     pub fn full_entries(&self) -> Vec<(u32, [i32; 2])> {
         let kppt = self.evaluator.kppt.as_deref().expect("training evaluator has KPPT");
@@ -130,10 +125,52 @@ impl WeightState {
         if since + 1 < oldest {
             return None;
         }
-        let mut idx: Vec<u32> =
-            self.changes.iter().filter(|(v, _)| *v > since).flat_map(|(_, c)| c.iter().copied()).collect();
-        idx.sort_unstable();
-        idx.dedup();
-        Some(idx.into_iter().map(|i| (i, self.value(i))).collect())
+        // Each version's list is sorted and distinct: merge them instead of sorting millions.
+        let mut idx: Vec<u32> = Vec::new();
+        for (_, changed) in self.changes.iter().filter(|(v, _)| *v > since) {
+            idx = union_sorted(&idx, changed);
+        }
+        let kppt = self.evaluator.kppt.as_deref().expect("training evaluator has KPPT");
+        let values = quantized::get_sorted(kppt, self.evaluator.patterns.as_deref(), &idx);
+        Some(idx.into_iter().zip(values).collect())
+    }
+}
+
+/// The union of two sorted lists of distinct indices, sorted and distinct.
+fn union_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_sorted;
+
+    #[test]
+    fn union_of_sorted_lists() {
+        assert_eq!(union_sorted(&[1, 4, 9], &[2, 4, 10, 11]), vec![1, 2, 4, 9, 10, 11]);
+        assert_eq!(union_sorted(&[], &[3]), vec![3]);
+        assert_eq!(union_sorted(&[3, 5], &[]), vec![3, 5]);
+        assert_eq!(union_sorted(&[7], &[7]), vec![7]);
     }
 }

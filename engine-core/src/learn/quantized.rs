@@ -26,6 +26,35 @@ pub fn get(tables: &KpptTables, patterns: Option<&PatternSet>, index: usize) -> 
     }
 }
 
+/// [`get`] of many indices in increasing order (a weight sync's entries): a KPP index is
+/// decoded by stepping through its king's triangle, as the indices only grow, instead of by
+/// `untri`'s square root for each of millions of entries.
+pub fn get_sorted(tables: &KpptTables, patterns: Option<&PatternSet>, indices: &[u32]) -> Vec<Value> {
+    debug_assert!(indices.windows(2).all(|w| w[0] < w[1]));
+    let kpp = tables.kpp.as_slice();
+    let mut out = Vec::with_capacity(indices.len());
+    let (mut king, mut a) = (usize::MAX, 2usize);
+    for &i in indices {
+        let i = i as usize;
+        if !(KPP_BASE..PATTERN_BASE).contains(&i) {
+            out.push(get(tables, patterns, i));
+            continue;
+        }
+        let (k, t) = ((i - KPP_BASE) / KPP_TRI, (i - KPP_BASE) % KPP_TRI);
+        if k != king {
+            (king, a) = (k, 2);
+        }
+        // The pair (a, b), a > b, has triangle index (a-1)(a-2)/2 + b - 1.
+        while a * (a - 1) / 2 <= t {
+            a += 1;
+        }
+        let b = t - (a - 1) * (a - 2) / 2 + 1;
+        let v = kpp[(k * FE_END + a) * FE_END + b];
+        out.push([v[0] as i32, v[1] as i32]);
+    }
+    out
+}
+
 /// Writes feature `index` (both symmetric KPP cells). Values that the feature's table
 /// cannot hold, an index past the layout, or a non-zero turn part of a pattern are errors.
 pub fn set(
@@ -148,5 +177,44 @@ mod tests {
         assert!(set(&mut t, None, kpp_index(1, 3, 2), [40000, 0]).is_err());
         assert!(set(&mut t, None, kkp_index(1, 1, 0), [1, 0]).is_err());
         assert!(set(&mut t, Some(&mut p), pattern_index(0), [1, 0]).is_err(), "no pattern 0");
+    }
+
+    #[test]
+    fn get_sorted_equals_get() {
+        let mut t = KpptTables::zeros();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Values on every king, first and last pairs included, and a KK and a KKP entry.
+        let mut idx = vec![kk_index(3, 5), kkp_index(80, 1, 1547)];
+        for k in 0..81 {
+            idx.push(kpp_index(k, 2, 1));
+            idx.push(kpp_index(k, FE_END - 1, FE_END - 2));
+            for _ in 0..200 {
+                let a = 1 + (next() % (FE_END as u64 - 1)) as usize;
+                let b = 1 + (next() % (FE_END as u64 - 1)) as usize;
+                if a != b {
+                    idx.push(kpp_index(k, a, b));
+                }
+            }
+        }
+        idx.sort_unstable();
+        idx.dedup();
+        for &i in &idx {
+            let v = (next() % 2000) as i32 - 1000;
+            set(&mut t, None, i, [v, -v / 2]).unwrap();
+        }
+        let sorted: Vec<u32> = idx.iter().map(|&i| i as u32).collect();
+        let want: Vec<Value> = idx.iter().map(|&i| get(&t, None, i)).collect();
+        assert!(want.iter().filter(|v| **v != [0, 0]).count() > 10_000);
+        assert_eq!(get_sorted(&t, None, &sorted), want);
+        // A subset (sparse kings, gaps) too.
+        let some: Vec<u32> = sorted.iter().copied().step_by(37).collect();
+        let want: Vec<Value> = some.iter().map(|&i| get(&t, None, i as usize)).collect();
+        assert_eq!(get_sorted(&t, None, &some), want);
     }
 }

@@ -153,7 +153,10 @@ pub enum WeightsError {
     BadMagic { path: PathBuf },
     #[error("{path}: header checksum mismatch: the header is corrupt")]
     BadChecksum { path: PathBuf },
-    #[error("{path}: weight data checksum mismatch: the file is corrupt")]
+    #[error(
+        "{path}: weight data checksum mismatch: the file is corrupt, or it is a training run's live weights.kw \
+         (mid-run state; use a checkpoint's: <run>/checkpoints/ckpt-N/weights.kw)"
+    )]
     BadDataChecksum { path: PathBuf },
     #[error("{path}: {what} is {found}, this build expects {expected}: a file of another layout or version")]
     Layout { path: PathBuf, what: &'static str, found: u64, expected: u64 },

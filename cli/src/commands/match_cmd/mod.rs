@@ -149,6 +149,22 @@ fn parse_options(list: &[String], flag: &str) -> Result<Vec<(String, String)>, S
         .collect()
 }
 
+/// Keima given an `EvalDir` it cannot load plays with material only and says so only in an
+/// `info string`, so the match would measure the wrong evaluation: refuse it before any game.
+fn check_own_eval_dir(engine: &str, options: &[(String, String)], flag: &str) -> Result<(), String> {
+    if engine != "self" {
+        return Ok(());
+    }
+    for (name, value) in options {
+        if name.eq_ignore_ascii_case("EvalDir") && !value.is_empty() {
+            engine_core::eval::kppt_file::load_kppt_dir(std::path::Path::new(value)).map_err(|e| {
+                format!("{flag} EvalDir={value}: {e}; the engine would play with material only (export an eval there first, e.g. `keima export`)")
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// The openings of the games, one per pair: `--openings` (shuffled with `--seed`), taken
 /// in order from `--opening-start` and wrapping around; without it the initial position.
 fn pick_openings(args: &MatchArgs) -> Result<Vec<UsiOpening>, String> {
@@ -196,6 +212,8 @@ pub fn run(args: MatchArgs) -> CommandResult {
         EngineSpec { argv: engine_argv(&args.engine1)?, options: parse_options(&args.option1, "--option1")? },
         EngineSpec { argv: engine_argv(&args.engine2)?, options: parse_options(&args.option2, "--option2")? },
     ];
+    check_own_eval_dir(&args.engine1, &engines[0].options, "--option1")?;
+    check_own_eval_dir(&args.engine2, &engines[1].options, "--option2")?;
     let openings = pick_openings(&args)?;
     std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
     let ctx = Ctx {
