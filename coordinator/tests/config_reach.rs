@@ -488,7 +488,7 @@ fn shipped_train_recipes_are_valid() {
     // Each recipe's teacher limit per generation (one entry without a schedule).
     let recipes = [
         ("quickstart.toml", vec![SearchLimit::Nodes(1500)]),
-        ("strength-1h.toml", vec![SearchLimit::Depth(6)]),
+        ("strength-1h.toml", vec![SearchLimit::Depth(4)]),
         ("curve-3h.toml", vec![SearchLimit::Depth(6), SearchLimit::Depth(7)]),
         ("cluster-1000h.toml", vec![SearchLimit::Depth(6), SearchLimit::Depth(8), SearchLimit::Depth(10)]),
     ];

@@ -503,8 +503,8 @@ type FactorTask<'a> = (&'a mut [Record], &'a [(u32, [f32; 2])], usize);
 ///
 /// The changed list is what a remote copy of the tables needs (the coordinator's delta
 /// syncs). It is found while writing, from the value each cell held, rather than by reading
-/// the up to ~16 M dependents before and after: most of a factored merge's time was those
-/// two extra passes, each decoding every index.
+/// the up to ~16 M dependents before and after (two more passes over scattered memory,
+/// each decoding every index).
 pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &mut Quantized) -> Vec<u32> {
     let split = |bound: usize| deps.partition_point(|&i| (i as usize) < bound);
     let (kkp_lo, kpp_lo, kpp_hi) = (split(KKP_BASE), split(KPP_BASE), split(PATTERN_BASE));
