@@ -34,7 +34,7 @@ use super::quantized;
 pub use super::weights::{Factorization, KP_PARAMS, PP_PARAMS, ParamLayout, REL_END, REL_PLACES};
 use super::weights::{
     Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, Record, decode_index, kk_index, kkp_index, kpp_index,
-    pair_index, tri, untri,
+    pair_index, tri, untri, untri_ascending,
 };
 use crate::eval::bona_piece::{FE_END, FE_HAND_END, flip};
 use crate::prefetch::prefetch;
@@ -550,19 +550,15 @@ pub fn refresh(layout: &ParamLayout, records: &[Record], deps: &[u32], quant: &m
         .enumerate()
         .map(|(k, (block, deps))| {
             let mut changed = Vec::new();
-            // Sorted triangle indices: `a` only grows, so it is found by stepping, not by `untri`.
-            let mut a = 2;
+            // Sorted triangle indices: the first piece only grows (`untri_ascending`).
+            let mut first = 2;
             // The records read are scattered over the file: their addresses are computed for
             // a group first and prefetched, so the cache misses overlap.
             let mut group = [(0usize, 0usize, 0usize, None::<usize>); 32];
             for run in deps.chunks(group.len()) {
                 for (slot, &i) in group.iter_mut().zip(run) {
                     let i = i as usize;
-                    let t = i - KPP_BASE - k * KPP_TRI;
-                    while a * (a - 1) / 2 <= t {
-                        a += 1;
-                    }
-                    let b = t - (a - 1) * (a - 2) / 2 + 1;
+                    let (a, b) = untri_ascending(&mut first, i - KPP_BASE - k * KPP_TRI);
                     let (own, pp) = kpp_sources(layout, i, k, a, b);
                     prefetch(&records[own]);
                     if let Some(pp) = pp {

@@ -3,7 +3,7 @@
 //! what a remote copy of the weights needs to follow the trainer's tables exactly (a full
 //! copy, then only the entries whose quantized value changed).
 
-use super::weights::{Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, decode_index};
+use super::weights::{Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, decode_index, untri_ascending};
 use crate::eval::Evaluator;
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::KpptTables;
@@ -26,14 +26,13 @@ pub fn get(tables: &KpptTables, patterns: Option<&PatternSet>, index: usize) -> 
     }
 }
 
-/// [`get`] of many indices in increasing order (a weight sync's entries): a KPP index is
-/// decoded by stepping through its king's triangle, as the indices only grow, instead of by
-/// `untri`'s square root for each of millions of entries.
+/// [`get`] of many indices in increasing order (a weight sync's entries), each KPP index
+/// decoded by stepping through its king's triangle (`untri_ascending`).
 pub fn get_sorted(tables: &KpptTables, patterns: Option<&PatternSet>, indices: &[u32]) -> Vec<Value> {
     debug_assert!(indices.windows(2).all(|w| w[0] < w[1]));
     let kpp = tables.kpp.as_slice();
     let mut out = Vec::with_capacity(indices.len());
-    let (mut king, mut a) = (usize::MAX, 2usize);
+    let (mut king, mut first) = (usize::MAX, 2usize);
     for &i in indices {
         let i = i as usize;
         if !(KPP_BASE..PATTERN_BASE).contains(&i) {
@@ -42,13 +41,9 @@ pub fn get_sorted(tables: &KpptTables, patterns: Option<&PatternSet>, indices: &
         }
         let (k, t) = ((i - KPP_BASE) / KPP_TRI, (i - KPP_BASE) % KPP_TRI);
         if k != king {
-            (king, a) = (k, 2);
+            (king, first) = (k, 2);
         }
-        // The pair (a, b), a > b, has triangle index (a-1)(a-2)/2 + b - 1.
-        while a * (a - 1) / 2 <= t {
-            a += 1;
-        }
-        let b = t - (a - 1) * (a - 2) / 2 + 1;
+        let (a, b) = untri_ascending(&mut first, t);
         let v = kpp[(k * FE_END + a) * FE_END + b];
         out.push([v[0] as i32, v[1] as i32]);
     }

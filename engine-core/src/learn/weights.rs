@@ -110,6 +110,18 @@ pub fn untri(t: usize) -> (usize, usize) {
     (a, t - (a - 1) * (a - 2) / 2 + 1)
 }
 
+/// [`untri`] for triangle indices taken in increasing order: `a` carries the previous pair's
+/// first piece (start at 2) and only steps up, so no square root is needed. A pass over a
+/// sorted list of millions of KPP indices (merges, weight syncs) decodes them this way.
+#[inline]
+pub fn untri_ascending(a: &mut usize, t: usize) -> (usize, usize) {
+    debug_assert!((*a - 1) * (*a - 2) / 2 <= t, "indices must not decrease");
+    while *a * (*a - 1) / 2 <= t {
+        *a += 1;
+    }
+    (*a, t - (*a - 1) * (*a - 2) / 2 + 1)
+}
+
 #[inline]
 pub fn kpp_index(k: usize, a: usize, b: usize) -> usize {
     KPP_BASE + k * KPP_TRI + tri(a, b)
@@ -645,6 +657,11 @@ mod tests {
             let (a, b) = untri(t);
             assert!(a > b && b >= 1, "{t}: ({a}, {b})");
             assert_eq!(pair_index(a, b), t);
+        }
+        // Stepping through increasing indices decodes the same pairs, with gaps too.
+        let mut a = 2;
+        for t in (0..KPP_TRI).step_by(7) {
+            assert_eq!(untri_ascending(&mut a, t), untri(t), "{t}");
         }
     }
 
