@@ -6,6 +6,7 @@ pub mod config;
 pub mod cpu_time;
 pub mod eval;
 pub mod fsutil;
+pub mod huge_pages;
 pub mod learn;
 pub mod mmap;
 pub mod play;

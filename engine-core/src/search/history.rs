@@ -7,7 +7,7 @@
 //! Every update uses "gravity": `h += bonus - h·|bonus|/LIMIT`, which keeps `|h| < LIMIT`
 //! and lets old knowledge fade as new results arrive.
 
-use super::huge_pages::HugeArray;
+use crate::huge_pages::HugeArray;
 use crate::rules::{Move, Piece, PieceType, Square};
 
 /// Origins: 81 squares, then one per droppable kind (hand index).

@@ -6,7 +6,6 @@
 pub mod alphabeta;
 pub mod bench;
 pub mod history;
-pub mod huge_pages;
 pub mod leaf_qsearch;
 pub mod limits;
 pub mod mate;

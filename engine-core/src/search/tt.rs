@@ -12,7 +12,7 @@
 //! re-search does not wipe out a deep bound. Every entry also caches the static
 //! evaluation of its position, so a revisit skips the evaluator.
 
-use super::huge_pages::{HugeArray, ZeroValid};
+use crate::huge_pages::{HugeArray, ZeroValid};
 use crate::rules::Move;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
