@@ -1,6 +1,6 @@
-//! Large tables (the transposition table, the histories) in anonymous memory aligned to
-//! 2 MiB and marked for transparent huge pages. The search reads them at random places,
-//! and with 4 KiB pages almost every read would also miss the TLB.
+//! Large tables (the transposition table, the histories, the evaluation tables) in anonymous
+//! memory aligned to 2 MiB and marked for transparent huge pages. The search reads them at
+//! random places, and with 4 KiB pages almost every read would also miss the TLB.
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -18,6 +18,10 @@ pub unsafe trait ZeroValid {}
 unsafe impl ZeroValid for i16 {}
 // SAFETY: as above.
 unsafe impl ZeroValid for u32 {}
+// SAFETY: as above.
+unsafe impl ZeroValid for i32 {}
+// SAFETY: an array of zero-valid items is zero-valid.
+unsafe impl<T: ZeroValid, const N: usize> ZeroValid for [T; N] {}
 
 /// A fixed-length, zero-initialised array on huge pages.
 pub struct HugeArray<T: ZeroValid> {

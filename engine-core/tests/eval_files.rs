@@ -50,8 +50,14 @@ fn save_load_save_is_byte_identical_and_evaluates_the_same() {
     let pos =
         Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1").unwrap();
     let a = Evaluator::with_kppt(Arc::new(tables)).evaluate_full(&pos);
+    // The copy a search reads (owned, on huge pages) holds the same values as the map.
+    let owned = load_kppt_dir(&first).unwrap().into_owned();
+    assert!(matches!(owned.kpp, engine_core::eval::kppt::Table::Owned(_)), "KPP must be copied");
+    assert!(owned.kpp.as_slice() == loaded.kpp.as_slice() && owned.kkp.as_slice() == loaded.kkp.as_slice());
+    assert!(owned.kk.as_slice() == loaded.kk.as_slice());
     let b = Evaluator::with_kppt(Arc::new(loaded)).evaluate_full(&pos);
-    assert_eq!(a, b);
+    let c = Evaluator::with_kppt(Arc::new(owned)).evaluate_full(&pos);
+    assert_eq!((a, a), (b, c));
     // A truncated file and a missing file are errors that name the file.
     let kk = first.join(KK_FILE);
     std::fs::write(&kk, vec![0u8; KK_LEN * 8 - 1]).unwrap();

@@ -19,7 +19,8 @@ const PATTERN_FILE: &str = "patterns.kpat";
 fn load_eval(dir: &str) -> Result<Evaluator, String> {
     let dir = Path::new(dir);
     let mut ev = Evaluator::material_only();
-    ev.kppt = Some(Arc::new(load_kppt_dir(dir).map_err(|e| format!("eval {}: {e}", dir.display()))?));
+    ev.kppt =
+        Some(Arc::new(load_kppt_dir(dir).map_err(|e| format!("eval {}: {e}", dir.display()))?.into_owned()));
     let patterns = dir.join(PATTERN_FILE);
     if patterns.is_file() {
         let set = engine_core::eval::patterns::file::load(&patterns)

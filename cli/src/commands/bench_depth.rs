@@ -74,7 +74,7 @@ pub fn run(
     let positions = suite(records)?;
     let evaluator = Arc::new(match eval {
         Some(dir) => Evaluator::with_kppt(Arc::new(
-            load_kppt_dir(dir).map_err(|e| format!("--eval {}: {e}", dir.display()))?,
+            load_kppt_dir(dir).map_err(|e| format!("--eval {}: {e}", dir.display()))?.into_owned(),
         )),
         None => Evaluator::material_only(),
     });

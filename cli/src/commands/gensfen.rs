@@ -158,7 +158,7 @@ pub fn run(args: GensfenArgs) -> CommandResult {
     let mut evaluator = Evaluator::material_only();
     let mut eval_id = "material".to_string();
     if let Some(dir) = &args.eval {
-        evaluator.kppt = Some(Arc::new(load_kppt_dir(dir).map_err(|e| e.to_string())?));
+        evaluator.kppt = Some(Arc::new(load_kppt_dir(dir).map_err(|e| e.to_string())?.into_owned()));
         eval_id = dir.display().to_string();
     }
     if let Some(path) = &args.patterns {

@@ -6,6 +6,7 @@
 
 use super::bona_piece::{BonaPiece, FE_END};
 use super::piece_list::{PIECE_LIST_LEN, PieceList};
+use crate::huge_pages::{HugeArray, ZeroValid};
 use crate::prefetch::prefetch;
 use crate::rules::{Color, Square};
 
@@ -14,13 +15,19 @@ pub const KK_LEN: usize = 81 * 81;
 pub const KKP_LEN: usize = 81 * 81 * FE_END;
 pub const KPP_LEN: usize = 81 * FE_END * FE_END;
 
-/// Table storage: owned (training, tests) or borrowed from a memory map (eval files).
-pub enum Table<T: 'static> {
-    Owned(Vec<T>),
+/// Table storage: owned on huge pages (training, search), or borrowed from a memory map
+/// (eval files as loaded; [`KpptTables::into_owned`] copies them for searching).
+pub enum Table<T: ZeroValid + 'static> {
+    Owned(HugeArray<T>),
     Mapped { map: memmap2::Mmap, len: usize },
 }
 
-impl<T: Copy + 'static> Table<T> {
+impl<T: ZeroValid + Copy + 'static> Table<T> {
+    /// `len` zeroed entries on huge pages.
+    pub fn zeroed(len: usize) -> Table<T> {
+        Table::Owned(HugeArray::zeroed(len))
+    }
+
     #[inline]
     pub fn as_slice(&self) -> &[T] {
         match self {
@@ -38,11 +45,21 @@ impl<T: Copy + 'static> Table<T> {
     /// Mutable access; converts a mapped table to an owned copy first.
     pub fn make_mut(&mut self) -> &mut [T] {
         if let Table::Mapped { .. } = self {
-            *self = Table::Owned(self.as_slice().to_vec());
+            self.make_owned();
         }
         match self {
             Table::Owned(v) => v,
             Table::Mapped { .. } => unreachable!(),
+        }
+    }
+
+    /// Copies a mapped table into owned memory (on huge pages); owned tables stay as they are.
+    pub fn make_owned(&mut self) {
+        if let Table::Mapped { .. } = self {
+            let src = self.as_slice();
+            let mut owned = HugeArray::zeroed(src.len());
+            owned.copy_from_slice(src);
+            *self = Table::Owned(owned);
         }
     }
 }
@@ -91,11 +108,17 @@ impl KpptTables {
     /// All-zero tables (material-only evaluation). The KPP table's pages are allocated
     /// lazily by the OS, so this costs little until written.
     pub fn zeros() -> KpptTables {
-        KpptTables {
-            kk: Table::Owned(vec![[0; 2]; KK_LEN]),
-            kkp: Table::Owned(vec![[0; 2]; KKP_LEN]),
-            kpp: Table::Owned(vec![[0; 2]; KPP_LEN]),
-        }
+        KpptTables { kk: Table::zeroed(KK_LEN), kkp: Table::zeroed(KKP_LEN), kpp: Table::zeroed(KPP_LEN) }
+    }
+
+    /// The tables copied into owned memory on huge pages, as a search should read them: it
+    /// reads KPP rows at random places of ~780 MB, and through a file map's 4 KiB pages
+    /// nearly every row also misses the TLB.
+    pub fn into_owned(mut self) -> KpptTables {
+        self.kk.make_owned();
+        self.kkp.make_owned();
+        self.kpp.make_owned();
+        self
     }
 
     #[inline]

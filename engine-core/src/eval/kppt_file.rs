@@ -1,6 +1,7 @@
 //! KPPT eval files (`KK_synthesized.bin`, `KKP_synthesized.bin`, `KPP_synthesized.bin`):
 //! raw little-endian arrays without a header. Loading memory-maps them (no copy of the
-//! ~860 MB); saving writes each file atomically (temp file, fsync, rename).
+//! ~860 MB; a search copies them onto huge pages with `KpptTables::into_owned`); saving
+//! writes each file atomically (temp file, fsync, rename).
 
 use super::kppt::{KK_LEN, KKP_LEN, KPP_LEN, KpptTables, Table};
 use crate::mmap::map_read_only;
@@ -31,7 +32,10 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> EvalFileError + '_ {
     move |source| EvalFileError::Io { path: path.to_path_buf(), source }
 }
 
-fn map_table<T: Copy + 'static>(path: &Path, len: usize) -> Result<Table<T>, EvalFileError> {
+fn map_table<T: crate::huge_pages::ZeroValid + Copy + 'static>(
+    path: &Path,
+    len: usize,
+) -> Result<Table<T>, EvalFileError> {
     if cfg!(target_endian = "big") {
         return Err(EvalFileError::BigEndian);
     }

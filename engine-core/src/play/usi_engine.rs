@@ -284,7 +284,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 Evaluator::material_only()
             } else {
                 match load_kppt_dir(Path::new(&want.0)) {
-                    Ok(t) => Evaluator::with_kppt(Arc::new(t)),
+                    Ok(t) => Evaluator::with_kppt(Arc::new(t.into_owned())),
                     Err(e) => {
                         self.error(&format!("EvalDir {:?}: {e}; using material only", want.0));
                         Evaluator::material_only()
@@ -334,6 +334,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         for dir in &self.consult.eval_dirs {
             match load_kppt_dir(Path::new(dir)) {
                 Ok(t) => {
+                    // Kept mapped: ten players would otherwise hold ten ~860 MB copies.
                     let mut ev = Evaluator::with_kppt(Arc::new(t));
                     ev.patterns = own.patterns.clone();
                     out.push(Arc::new(ev));
