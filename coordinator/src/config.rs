@@ -251,6 +251,13 @@ pub struct CoordinatorSection {
     pub batch_pool_records: u64,
     /// Versions of changed-weight lists kept for delta syncs (older workers get a full copy).
     pub delta_versions: usize,
+    /// With `[init] factors`: the tables workers search with are refreshed from the
+    /// factored weights every N merges instead of after each (the weights themselves are
+    /// stepped at every merge). One refresh rewrites the millions of KPP entries that the
+    /// changed PP weights feed, most of them again one merge later, and in the one-CPU-hour
+    /// recipe it was most of the coordinator's CPU. Workers then see the weights up to N − 1
+    /// merges late. 1 = every merge, as `keima learn`. Ignored when `deterministic` (1).
+    pub fold_every: u64,
     /// Export KPPT files to `<run_dir>/eval` at the end.
     pub export: bool,
 }
@@ -277,6 +284,7 @@ impl Default for CoordinatorSection {
             keep_teacher_records: true,
             batch_pool_records: 250_000,
             delta_versions: 64,
+            fold_every: 1,
             export: true,
         }
     }
@@ -299,6 +307,12 @@ impl Default for LocalWorkersSection {
 }
 
 impl TrainConfig {
+    /// `[coordinator] fold_every` as the run uses it: 1 in a deterministic run, which must
+    /// equal `keima learn`.
+    pub fn fold_every(&self) -> u64 {
+        if self.deterministic { 1 } else { self.coordinator.fold_every }
+    }
+
     pub fn from_toml(text: &str) -> Result<TrainConfig, ConfigError> {
         let c: TrainConfig = engine_core::config::from_toml(text, crate::legacy::migrate_config)?;
         c.check()?;
@@ -348,6 +362,9 @@ impl TrainConfig {
                 "[coordinator] batch_pool_records",
                 format!("at most {} (each record is 40 bytes in every worker)", BatchPool::MAX_RECORDS),
             ));
+        }
+        if c.fold_every == 0 {
+            return Err(ConfigError::invalid("[coordinator] fold_every", "must be at least 1"));
         }
         if c.lease_seconds == 0 || c.max_attempts == 0 {
             return Err(ConfigError::invalid(
@@ -478,6 +495,19 @@ mod tests {
 
     /// Without random moves a game is fixed by its opening and the weights: a shard with
     /// more games than openings (or several from the start position) is refused.
+    /// Folding the factors less often than every merge is a throughput setting: 0 is
+    /// refused, and a deterministic run (equal to `keima learn`) folds at every merge.
+    #[test]
+    fn fold_every_is_at_least_one_and_one_when_deterministic() {
+        let deterministic =
+            |text: &str| TrainConfig::from_toml(&format!("deterministic = true\n{BASE}{text}"));
+        assert_eq!(parse("").unwrap().fold_every(), 1);
+        assert_eq!(parse("[coordinator]\nfold_every = 4\n").unwrap().fold_every(), 4);
+        let c = deterministic("[coordinator]\nfold_every = 4\n").unwrap();
+        assert_eq!((c.coordinator.fold_every, c.fold_every()), (4, 1));
+        assert_refused_by_key(&[("[coordinator]\nfold_every = 0\n", "[coordinator] fold_every")], parse);
+    }
+
     #[test]
     fn a_batch_pool_beyond_the_cap_is_refused_by_name() {
         let at_cap = format!("[coordinator]\nbatch_pool_records = {}\n", BatchPool::MAX_RECORDS);

@@ -27,6 +27,12 @@ pub struct WeightState {
     /// Bound on the entries kept in `changes` (memory), whatever `max_versions` says.
     max_logged_entries: usize,
     logged_entries: usize,
+    /// With factors: the tables are refreshed from the parameters at versions that are
+    /// multiples of this (see [`WeightState::new`]).
+    fold_every: u64,
+    /// Parameters changed since the tables were last refreshed (sorted, distinct; the
+    /// gradient values are unused).
+    unfolded: Vec<(u32, [f32; 2])>,
 }
 
 /// What one merge did.
@@ -39,10 +45,18 @@ pub struct MergeOutcome {
 }
 
 impl WeightState {
+    /// `fold_every`: with factors, the quantized tables (what workers search with) are
+    /// refreshed only at versions that are multiples of it, from every parameter changed
+    /// since the last refresh. A PP parameter feeds up to 81 KPP entries per variant, so one
+    /// refresh rewrites millions of entries, most of them again at the next merge: the
+    /// merges in between share one. The f32 weights are stepped at every merge either way;
+    /// only what the workers see lags, by fewer than `fold_every` merges. 1 refreshes at
+    /// every merge, as `keima learn` does.
     pub fn new(
         file: WeightFile,
         patterns: Option<&PatternSet>,
         max_versions: usize,
+        fold_every: u64,
     ) -> Result<WeightState, String> {
         let evaluator = Arc::new(evaluator_from_weights(&file, patterns)?);
         Ok(WeightState {
@@ -52,6 +66,8 @@ impl WeightState {
             max_versions,
             max_logged_entries: 64 << 20,
             logged_entries: 0,
+            fold_every: fold_every.max(1),
+            unfolded: Vec::new(),
         })
     }
 
@@ -85,12 +101,24 @@ impl WeightState {
                 .map(|(&(i, _), _)| i)
                 .collect();
             (touched, changed)
-        } else {
+        } else if self.fold_every == 1 {
             // Factored: the step is on the parameters, and every raw feature that depends on
             // a changed parameter is recomputed (the same as `keima learn`), which also tells
             // which quantized values changed.
             let mut q = Quantized { kppt, patterns };
             factors::apply_factored(step, update_no, &layout, records, grads, Some(&mut q))
+        } else {
+            let params = factors::param_gradient(&layout, grads, true);
+            let touched = factors::apply_params(step, update_no, &layout, records, &params);
+            self.unfolded = union_by(&self.unfolded, &params, |p| p.0);
+            let changed = if (update_no + 1).is_multiple_of(self.fold_every) {
+                let deps = factors::dependents(&layout, &std::mem::take(&mut self.unfolded));
+                let mut q = Quantized { kppt, patterns };
+                factors::refresh(&layout, records, &deps, &mut q)
+            } else {
+                Vec::new()
+            };
+            (touched, changed)
         };
         let quantized_changed = changed.len();
         self.file.header.updates += 1;
@@ -136,12 +164,13 @@ impl WeightState {
     }
 }
 
-/// The union of two sorted lists of distinct indices, sorted and distinct.
-fn union_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
+/// The union of two lists sorted by a distinct `key`, sorted and distinct (`a`'s item where
+/// both hold a key).
+fn union_by<T: Copy>(a: &[T], b: &[T], key: impl Fn(&T) -> u32) -> Vec<T> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
+        match key(&a[i]).cmp(&key(&b[j])) {
             std::cmp::Ordering::Less => {
                 out.push(a[i]);
                 i += 1;
@@ -162,9 +191,79 @@ fn union_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
+/// The union of two sorted lists of distinct indices, sorted and distinct.
+fn union_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
+    union_by(a, b, |&i| i)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::union_sorted;
+    use super::*;
+    use engine_core::learn::weights::{Factorization, PATTERN_BASE};
+    use std::collections::BTreeMap;
+
+    /// A raw-feature gradient on `n` random KK/KKP/KPP features (sorted, distinct).
+    fn random_gradient(seed: u64, n: usize) -> Vec<(u32, [f32; 2])> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut g: Vec<(u32, [f32; 2])> = (0..n)
+            .map(|_| {
+                let i = (next() % PATTERN_BASE as u64) as u32;
+                let v = (next() % 2001) as f32 / 1000.0 - 1.0;
+                (i, [v, -v / 2.0])
+            })
+            .collect();
+        g.sort_by_key(|e| e.0);
+        g.dedup_by_key(|e| e.0);
+        g
+    }
+
+    /// With `fold_every` 3 the weights step at every merge exactly as with 1, the tables
+    /// stay as they were between folds (no delta to send), and at every third version
+    /// they, and a copy kept up to date by the delta syncs, equal the tables refreshed at
+    /// every merge.
+    #[test]
+    fn folding_every_third_merge_matches_folding_every_merge_at_the_folds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = |name: &str, fold_every| {
+            let file = WeightFile::create_factored(&tmp.path().join(name), 0, 0, Factorization::ALL).unwrap();
+            WeightState::new(file, None, 64, fold_every).unwrap()
+        };
+        let (mut every, mut third) = (state("every.kw", 1), state("third.kw", 3));
+        let step = AdaGradConfig { eta: 30.0, eta_turn: 8.0, ..AdaGradConfig::default() };
+        let mut copy: BTreeMap<u32, [i32; 2]> = third.full_entries().into_iter().collect();
+        let mut copy_version = 0;
+        let mut folded_before = third.full_entries();
+        for v in 1..=6u64 {
+            let grads = random_gradient(v, 4000);
+            every.merge(&grads, 100, &step);
+            let outcome = third.merge(&grads, 100, &step);
+            assert_eq!(third.version(), v);
+            if v.is_multiple_of(3) {
+                let folded = third.full_entries();
+                assert_eq!(folded, every.full_entries(), "version {v}");
+                assert_ne!(folded, folded_before, "version {v}: the fold changed nothing");
+                assert!(outcome.quantized_changed > 0);
+                for (i, value) in third.delta_entries(copy_version).expect("within the log") {
+                    copy.insert(i, value);
+                }
+                copy.retain(|_, value| *value != [0, 0]);
+                copy_version = v;
+                assert_eq!(copy.iter().map(|(&i, &x)| (i, x)).collect::<Vec<_>>(), folded, "version {v}");
+                folded_before = folded;
+            } else {
+                assert_eq!(third.full_entries(), folded_before, "version {v}: tables moved between folds");
+                assert_eq!(outcome.quantized_changed, 0);
+                assert_eq!(third.delta_entries(copy_version), Some(Vec::new()), "version {v}");
+            }
+        }
+        assert!(every.file.records() == third.file.records(), "the f32 weights differ");
+    }
 
     #[test]
     fn union_of_sorted_lists() {

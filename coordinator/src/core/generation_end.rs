@@ -145,8 +145,12 @@ impl Core {
             file.write_header();
             // Temp file complete on disk before it replaces `weights.kw`.
             file.flush().map_err(|e| e.to_string())?;
-            let mut restored =
-                WeightState::new(file, self.pattern_set()?.as_ref(), self.cfg.coordinator.delta_versions)?;
+            let mut restored = WeightState::new(
+                file,
+                self.pattern_set()?.as_ref(),
+                self.cfg.coordinator.delta_versions,
+                self.cfg.fold_every(),
+            )?;
             restored.file.rename(&self.run_dir.join(WEIGHTS_FILE)).map_err(|e| e.to_string())?;
             Ok::<_, String>(restored)
         })();

@@ -132,7 +132,7 @@ impl Core {
             patterns: file.header.patterns,
             pattern_hash: patterns.as_ref().map_or(0, pattern_hash),
         };
-        let ws = WeightState::new(file, patterns.as_ref(), cfg.coordinator.delta_versions)?;
+        let ws = WeightState::new(file, patterns.as_ref(), cfg.coordinator.delta_versions, cfg.fold_every())?;
         let validation = validation::load_records(&cfg.learn.validation)?;
         let elo_openings = match &cfg.elo {
             Some(e) => {
