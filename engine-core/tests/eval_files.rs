@@ -4,7 +4,7 @@
 use engine_core::eval::bona_piece::{board_piece, hand_piece};
 use engine_core::eval::kppt::{KK_LEN, KKP_LEN};
 use engine_core::eval::kppt_file::{
-    EvalFileError, KK_FILE, KKP_FILE, KPP_FILE, load_kppt_dir, save_kppt_dir,
+    EvalFileError, KK_FILE, KKP_FILE, KPP_FILE, load_kppt_dir, read_kppt_dir, save_kppt_dir,
 };
 use engine_core::eval::{Evaluator, KpptTables};
 use engine_core::rules::{Color, PieceType, Position, Square};
@@ -50,9 +50,9 @@ fn save_load_save_is_byte_identical_and_evaluates_the_same() {
     let pos =
         Position::from_sfen("l6nl/5+P1gk/2np1S3/p1p4Pp/3P2Sp1/1PPb2P1P/P5GS1/R8/LN4bKL w GR5pnsg 1").unwrap();
     let a = Evaluator::with_kppt(Arc::new(tables)).evaluate_full(&pos);
-    // The copy a search reads (owned, on huge pages) holds the same values as the map.
-    let owned = load_kppt_dir(&first).unwrap().into_owned();
-    assert!(matches!(owned.kpp, engine_core::eval::kppt::Table::Owned(_)), "KPP must be copied");
+    // The tables a search reads (owned, on huge pages) hold the same values as the map.
+    let owned = read_kppt_dir(&first).unwrap();
+    assert!(matches!(owned.kpp, engine_core::eval::kppt::Table::Owned(_)), "KPP must be read into memory");
     assert!(owned.kpp.as_slice() == loaded.kpp.as_slice() && owned.kkp.as_slice() == loaded.kkp.as_slice());
     assert!(owned.kk.as_slice() == loaded.kk.as_slice());
     let b = Evaluator::with_kppt(Arc::new(loaded)).evaluate_full(&pos);
@@ -61,18 +61,22 @@ fn save_load_save_is_byte_identical_and_evaluates_the_same() {
     // A truncated file and a missing file are errors that name the file.
     let kk = first.join(KK_FILE);
     std::fs::write(&kk, vec![0u8; KK_LEN * 8 - 1]).unwrap();
-    match load_kppt_dir(&first) {
-        Err(EvalFileError::WrongSize { path, expected, .. }) => {
-            assert_eq!(path, kk);
-            assert_eq!(expected, 52_488);
+    for result in [load_kppt_dir(&first), read_kppt_dir(&first)] {
+        match result {
+            Err(EvalFileError::WrongSize { path, expected, .. }) => {
+                assert_eq!(path, kk);
+                assert_eq!(expected, 52_488);
+            }
+            other => panic!("expected WrongSize, got {:?}", other.err()),
         }
-        other => panic!("expected WrongSize, got {:?}", other.err()),
     }
     std::fs::remove_file(first.join(KKP_FILE)).unwrap();
     std::fs::write(&kk, vec![0u8; KK_LEN * 8]).unwrap();
-    let err = load_kppt_dir(&first).err().expect("missing KKP");
-    assert!(matches!(err, EvalFileError::Missing { .. }));
-    assert!(err.to_string().contains(KKP_FILE), "{err}");
+    for result in [load_kppt_dir(&first), read_kppt_dir(&first)] {
+        let err = result.err().expect("missing KKP");
+        assert!(matches!(err, EvalFileError::Missing { .. }));
+        assert!(err.to_string().contains(KKP_FILE), "{err}");
+    }
     assert_eq!(KKP_LEN * 8, 81_251_424);
 }
 

@@ -9,7 +9,7 @@
 
 use super::CommandResult;
 use engine_core::eval::Evaluator;
-use engine_core::eval::kppt_file::load_kppt_dir;
+use engine_core::eval::kppt_file::read_kppt_dir;
 use engine_core::records::{load_file, record_files};
 use engine_core::rules::{Move, Position};
 use engine_core::search::{Limits, Searcher, TranspositionTable};
@@ -74,7 +74,7 @@ pub fn run(
     let positions = suite(records)?;
     let evaluator = Arc::new(match eval {
         Some(dir) => Evaluator::with_kppt(Arc::new(
-            load_kppt_dir(dir).map_err(|e| format!("--eval {}: {e}", dir.display()))?.into_owned(),
+            read_kppt_dir(dir).map_err(|e| format!("--eval {}: {e}", dir.display()))?,
         )),
         None => Evaluator::material_only(),
     });

@@ -4,7 +4,7 @@
 use super::CommandResult;
 use clap::{ArgGroup, Args, ValueEnum};
 use engine_core::eval::Evaluator;
-use engine_core::eval::kppt_file::load_kppt_dir;
+use engine_core::eval::kppt_file::read_kppt_dir;
 use engine_core::eval::patterns::file as pattern_file;
 use engine_core::records::{GameRecord, RECORD_EXTENSIONS, load_file, record_files};
 use engine_core::teacher::gensfen::{
@@ -158,7 +158,7 @@ pub fn run(args: GensfenArgs) -> CommandResult {
     let mut evaluator = Evaluator::material_only();
     let mut eval_id = "material".to_string();
     if let Some(dir) = &args.eval {
-        evaluator.kppt = Some(Arc::new(load_kppt_dir(dir).map_err(|e| e.to_string())?.into_owned()));
+        evaluator.kppt = Some(Arc::new(read_kppt_dir(dir).map_err(|e| e.to_string())?));
         eval_id = dir.display().to_string();
     }
     if let Some(path) = &args.patterns {

@@ -15,8 +15,8 @@ pub const KK_LEN: usize = 81 * 81;
 pub const KKP_LEN: usize = 81 * 81 * FE_END;
 pub const KPP_LEN: usize = 81 * FE_END * FE_END;
 
-/// Table storage: owned on huge pages (training, search), or borrowed from a memory map
-/// (eval files as loaded; [`KpptTables::into_owned`] copies them for searching).
+/// Table storage: owned on huge pages (training; eval files read for a search), or
+/// borrowed from a memory map (eval files as `load_kppt_dir` maps them).
 pub enum Table<T: ZeroValid + 'static> {
     Owned(HugeArray<T>),
     Mapped { map: memmap2::Mmap, len: usize },
@@ -45,21 +45,14 @@ impl<T: ZeroValid + Copy + 'static> Table<T> {
     /// Mutable access; converts a mapped table to an owned copy first.
     pub fn make_mut(&mut self) -> &mut [T] {
         if let Table::Mapped { .. } = self {
-            self.make_owned();
-        }
-        match self {
-            Table::Owned(v) => v,
-            Table::Mapped { .. } => unreachable!(),
-        }
-    }
-
-    /// Copies a mapped table into owned memory (on huge pages); owned tables stay as they are.
-    pub fn make_owned(&mut self) {
-        if let Table::Mapped { .. } = self {
             let src = self.as_slice();
             let mut owned = HugeArray::zeroed(src.len());
             owned.copy_from_slice(src);
             *self = Table::Owned(owned);
+        }
+        match self {
+            Table::Owned(v) => v,
+            Table::Mapped { .. } => unreachable!(),
         }
     }
 }
@@ -109,16 +102,6 @@ impl KpptTables {
     /// lazily by the OS, so this costs little until written.
     pub fn zeros() -> KpptTables {
         KpptTables { kk: Table::zeroed(KK_LEN), kkp: Table::zeroed(KKP_LEN), kpp: Table::zeroed(KPP_LEN) }
-    }
-
-    /// The tables copied into owned memory on huge pages, as a search should read them: it
-    /// reads KPP rows at random places of ~780 MB, and through a file map's 4 KiB pages
-    /// nearly every row also misses the TLB.
-    pub fn into_owned(mut self) -> KpptTables {
-        self.kk.make_owned();
-        self.kkp.make_owned();
-        self.kpp.make_owned();
-        self
     }
 
     #[inline]

@@ -1,12 +1,13 @@
 //! KPPT eval files (`KK_synthesized.bin`, `KKP_synthesized.bin`, `KPP_synthesized.bin`):
-//! raw little-endian arrays without a header. Loading memory-maps them (no copy of the
-//! ~860 MB; a search copies them onto huge pages with `KpptTables::into_owned`); saving
-//! writes each file atomically (temp file, fsync, rename).
+//! raw little-endian arrays without a header. `load_kppt_dir` memory-maps them (no copy of
+//! the ~860 MB); `read_kppt_dir` reads them onto huge pages, which a long search pays back;
+//! saving writes each file atomically (temp file, fsync, rename).
 
 use super::kppt::{KK_LEN, KKP_LEN, KPP_LEN, KpptTables, Table};
+use crate::huge_pages::{HugeArray, ZeroValid};
 use crate::mmap::map_read_only;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -32,10 +33,13 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> EvalFileError + '_ {
     move |source| EvalFileError::Io { path: path.to_path_buf(), source }
 }
 
-fn map_table<T: crate::huge_pages::ZeroValid + Copy + 'static>(
-    path: &Path,
-    len: usize,
-) -> Result<Table<T>, EvalFileError> {
+/// Table entries of the eval files: pairs of integers, so every bit pattern is a value.
+trait IntPair: ZeroValid + Copy + 'static {}
+impl IntPair for [i16; 2] {}
+impl IntPair for [i32; 2] {}
+
+/// Opens `path` and checks that it holds `len` entries of T.
+fn open_table<T: IntPair>(path: &Path, len: usize) -> Result<File, EvalFileError> {
     if cfg!(target_endian = "big") {
         return Err(EvalFileError::BigEndian);
     }
@@ -51,10 +55,40 @@ fn map_table<T: crate::huge_pages::ZeroValid + Copy + 'static>(
     if actual != expected {
         return Err(EvalFileError::WrongSize { path: path.to_path_buf(), expected, actual });
     }
+    Ok(file)
+}
+
+fn map_table<T: IntPair>(path: &Path, len: usize) -> Result<Table<T>, EvalFileError> {
+    let file = open_table::<T>(path, len)?;
     // Eval files are saved atomically (`write_atomic`), never written in place.
     let map = map_read_only(&file).map_err(io_err(path))?;
     assert_eq!(map.as_ptr() as usize % std::mem::align_of::<T>(), 0, "mmap is page-aligned");
     Ok(Table::Mapped { map, len })
+}
+
+fn read_table<T: IntPair>(path: &Path, len: usize) -> Result<Table<T>, EvalFileError> {
+    let mut file = open_table::<T>(path, len)?;
+    let mut table = HugeArray::<T>::zeroed(len);
+    // SAFETY: the byte slice covers exactly the table's `len` entries and borrows it
+    // uniquely; T is a pair of integers (`IntPair`), so any bytes read are valid entries,
+    // little-endian as the file is (checked by `open_table`).
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(table.as_mut_ptr() as *mut u8, len * std::mem::size_of::<T>())
+    };
+    file.read_exact(bytes).map_err(io_err(path))?;
+    Ok(Table::Owned(table))
+}
+
+/// Reads the three files of `dir` into owned tables on huge pages: what a search should
+/// use. It reads KPP rows at random places of ~780 MB, and through a map's 4 KiB pages
+/// nearly every row also misses the TLB (~5% more nodes/s in BENCHMARKS.md); the read
+/// costs about a second.
+pub fn read_kppt_dir(dir: &Path) -> Result<KpptTables, EvalFileError> {
+    Ok(KpptTables {
+        kk: read_table(&dir.join(KK_FILE), KK_LEN)?,
+        kkp: read_table(&dir.join(KKP_FILE), KKP_LEN)?,
+        kpp: read_table(&dir.join(KPP_FILE), KPP_LEN)?,
+    })
 }
 
 /// Memory-maps the three files of `dir`.

@@ -9,7 +9,7 @@
 use super::consult::{self, ConsultOptions};
 pub use super::usi_time::{Clock, GoParams, search_limits, time_limits};
 use crate::eval::Evaluator;
-use crate::eval::kppt_file::load_kppt_dir;
+use crate::eval::kppt_file::{load_kppt_dir, read_kppt_dir};
 use crate::eval::patterns::file as pattern_file;
 use crate::rules::{Color, Move, Position, UsiPosition};
 use crate::search::{Info, SearchResult, Searcher, TranspositionTable};
@@ -283,8 +283,8 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             let mut ev = if want.0.is_empty() {
                 Evaluator::material_only()
             } else {
-                match load_kppt_dir(Path::new(&want.0)) {
-                    Ok(t) => Evaluator::with_kppt(Arc::new(t.into_owned())),
+                match read_kppt_dir(Path::new(&want.0)) {
+                    Ok(t) => Evaluator::with_kppt(Arc::new(t)),
                     Err(e) => {
                         self.error(&format!("EvalDir {:?}: {e}; using material only", want.0));
                         Evaluator::material_only()
@@ -334,7 +334,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         for dir in &self.consult.eval_dirs {
             match load_kppt_dir(Path::new(dir)) {
                 Ok(t) => {
-                    // Kept mapped: ten players would otherwise hold ten ~860 MB copies.
+                    // Mapped, not read: ten players would otherwise hold ten ~860 MB copies.
                     let mut ev = Evaluator::with_kppt(Arc::new(t));
                     ev.patterns = own.patterns.clone();
                     out.push(Arc::new(ev));
