@@ -19,7 +19,7 @@ const PATTERN_FILE: &str = "patterns.kpat";
 fn load_eval(dir: &str) -> Result<Evaluator, String> {
     let dir = Path::new(dir);
     let mut ev = Evaluator::material_only();
-    // Mapped, not read onto huge pages: the read (about a second) costs a 20-game shard at
+    // Mapped, not read onto huge pages: the read (about 2 s) costs a 20-game shard at
     // a few thousand nodes a move more than the ~5% faster nodes give back.
     ev.kppt = Some(Arc::new(load_kppt_dir(dir).map_err(|e| format!("eval {}: {e}", dir.display()))?));
     let patterns = dir.join(PATTERN_FILE);

@@ -82,7 +82,7 @@ fn read_table<T: IntPair>(path: &Path, len: usize) -> Result<Table<T>, EvalFileE
 /// Reads the three files of `dir` into owned tables on huge pages: what a search should
 /// use. It reads KPP rows at random places of ~780 MB, and through a map's 4 KiB pages
 /// nearly every row also misses the TLB (~5% more nodes/s in BENCHMARKS.md); the read
-/// costs about a second.
+/// costs about 2 s of system time once (the kernel zeroes the pages, then the read copies).
 pub fn read_kppt_dir(dir: &Path) -> Result<KpptTables, EvalFileError> {
     Ok(KpptTables {
         kk: read_table(&dir.join(KK_FILE), KK_LEN)?,
