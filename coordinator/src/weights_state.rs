@@ -101,13 +101,11 @@ impl WeightState {
                 .map(|(&(i, _), _)| i)
                 .collect();
             (touched, changed)
-        } else if self.fold_every == 1 {
-            // Factored: the step is on the parameters, and every raw feature that depends on
-            // a changed parameter is recomputed (the same as `keima learn`), which also tells
-            // which quantized values changed.
-            let mut q = Quantized { kppt, patterns };
-            factors::apply_factored(step, update_no, &layout, records, grads, Some(&mut q))
         } else {
+            // Factored: the step is on the parameters; every raw feature that depends on a
+            // parameter changed since the last fold is recomputed at the fold (with
+            // `fold_every` 1 after each merge, the same as `keima learn`), which also tells
+            // which quantized values changed.
             let params = factors::param_gradient(&layout, grads, true);
             let touched = factors::apply_params(step, update_no, &layout, records, &params);
             self.unfolded = union_by(&self.unfolded, &params, |p| p.0);
