@@ -56,9 +56,31 @@ impl Default for AdaGradConfig {
 }
 
 impl AdaGradConfig {
+    /// Above this `eta_decay` grows η so fast that a long run's weights blow up (1.01 is
+    /// ×21,000 by update 1,000); a typo such as 1.1 for 0.99 is the likely cause.
+    pub const MAX_ETA_DECAY: f64 = 1.01;
+
     pub fn check(&self) -> Result<(), ConfigError> {
-        if self.eta <= 0.0 || self.eta_turn < 0.0 {
-            return Err(ConfigError::invalid("[adagrad] eta", "eta must be > 0 and eta_turn >= 0"));
+        // Written so that NaN fails every test.
+        if !(self.eta > 0.0 && self.eta.is_finite() && self.eta_turn >= 0.0 && self.eta_turn.is_finite()) {
+            return Err(ConfigError::invalid("[adagrad] eta", "eta must be > 0 and eta_turn >= 0 (finite)"));
+        }
+        if !(self.epsilon >= 0.0 && self.epsilon.is_finite()) {
+            return Err(ConfigError::invalid(
+                "[adagrad] epsilon",
+                format!("{} is not a finite number >= 0", self.epsilon),
+            ));
+        }
+        if !(self.eta_decay > 0.0 && self.eta_decay <= Self::MAX_ETA_DECAY) {
+            return Err(ConfigError::invalid(
+                "[adagrad] eta_decay",
+                format!(
+                    "{} is not in (0, {}]: η is multiplied by eta_decay at every update, so 1.0 \
+                     keeps it constant, 0.9999 lets it decay slowly, and values above 1 make it grow",
+                    self.eta_decay,
+                    Self::MAX_ETA_DECAY
+                ),
+            ));
         }
         Ok(())
     }
@@ -418,6 +440,30 @@ mod tests {
         assert_eq!(BagPhase::Player(7).dir_name(), "player-07");
         assert!(BaggingConfig { ncl_lambda: -1.0, ..c }.check().is_err());
         assert!(!c.ncl() && BaggingConfig { ncl_c: 0.1, ..c }.ncl());
+    }
+
+    #[test]
+    fn adagrad_settings_out_of_range_are_refused() {
+        let ok = AdaGradConfig::default();
+        assert!(ok.check().is_ok());
+        assert!(AdaGradConfig { eta_decay: 1.001, ..ok }.check().is_ok());
+        assert!(AdaGradConfig { eta_decay: AdaGradConfig::MAX_ETA_DECAY, ..ok }.check().is_ok());
+        for bad in [
+            AdaGradConfig { eta_decay: 1.1, ..ok },
+            AdaGradConfig { eta_decay: 0.0, ..ok },
+            AdaGradConfig { eta_decay: f64::NAN, ..ok },
+            AdaGradConfig { eta: f64::NAN, ..ok },
+            AdaGradConfig { eta: f64::INFINITY, ..ok },
+            AdaGradConfig { eta: 0.0, ..ok },
+            AdaGradConfig { eta_turn: -0.5, ..ok },
+            AdaGradConfig { epsilon: -1.0, ..ok },
+            AdaGradConfig { epsilon: f64::NAN, ..ok },
+        ] {
+            let e = bad.check().expect_err(&format!("{bad:?} accepted"));
+            assert!(matches!(e, ConfigError::Invalid { .. }), "{e:?}");
+        }
+        let e = AdaGradConfig { eta_decay: 1.1, ..ok }.check().unwrap_err();
+        assert!(e.to_string().contains("eta_decay"), "{e}");
     }
 
     #[test]
