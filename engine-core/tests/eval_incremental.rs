@@ -234,6 +234,8 @@ fn lazy_evaluation_with_skipped_positions_equals_full() {
                 let m = moves[(rng.next() % moves.len() as u64) as usize];
                 let d = pos.do_move(m);
                 eval.do_move(&mut state, &d, &pos);
+                // As the search does: start loading the rows the update will read.
+                eval.prefetch(&mut state);
                 if rng.next().is_multiple_of(3) {
                     assert_eq!(
                         eval.evaluate(&mut state, &pos),
@@ -326,6 +328,9 @@ fn lazy_update_across_several_unevaluated_plies_equals_full() {
             };
             let d = pos.do_move(m);
             eval.do_move(&mut state, &d, &pos);
+            if rng.next().is_multiple_of(2) {
+                eval.prefetch(&mut state);
+            }
             gap += 1;
             king_in_gap |= d.moved.piece_type() == PieceType::King;
             recapture_in_gap |= d.is_capture() && last_to == Some(d.to);

@@ -39,10 +39,14 @@ struct Entry {
     moved_king: Option<Color>,
     /// Both kings' squares here (a lazy update of this entry may come plies later).
     kings: [Option<Square>; 2],
+    /// The KPP entries the update of `kppt` reads were prefetched (see
+    /// [`Evaluator::prefetch`]).
+    rows_prefetched: bool,
 }
 
 /// Computes the sums of `stack[j]` from those of `stack[j - 1]` (which must have them);
-/// `fb`/`fw` are the piece list at `j`.
+/// `fb`/`fw` are the piece list at `j`. `just_prefetched`: the rows the update reads were
+/// prefetched since the last updates (so they are likely still cached).
 #[inline]
 fn update_entry(
     t: &KpptTables,
@@ -51,6 +55,7 @@ fn update_entry(
     fb: &[BonaPiece; PIECE_LIST_LEN],
     fw: &[BonaPiece; PIECE_LIST_LEN],
     king_cache: &mut KingRefreshCache,
+    just_prefetched: bool,
 ) {
     let e = stack[j];
     let mut sum = stack[j - 1].kppt;
@@ -60,6 +65,7 @@ fn update_entry(
             t.update_after(
                 &mut sum,
                 e.moved_king,
+                just_prefetched && e.rows_prefetched,
                 &c.ids[..c.count],
                 &c.old_fb[..c.count],
                 &c.old_fw[..c.count],
@@ -109,6 +115,7 @@ impl Evaluator {
             changed: ChangedPieces::default(),
             moved_king: None,
             kings: [pos.king_square(Color::Black), pos.king_square(Color::White)],
+            rows_prefetched: false,
         }
     }
 
@@ -133,6 +140,7 @@ impl Evaluator {
             changed,
             moved_king,
             kings: [after.king_square(Color::Black), after.king_square(Color::White)],
+            rows_prefetched: false,
         };
         if let Some(p) = &self.patterns {
             p.update(&mut entry.patterns, delta, after);
@@ -152,7 +160,7 @@ impl Evaluator {
     /// Starts loading what computing the current position's KPPT sums from its parent's
     /// will read (see [`KpptTables::prefetch_rows`]); a no-op where that is not the case.
     #[inline]
-    pub fn prefetch(&self, state: &EvalState) {
+    pub fn prefetch(&self, state: &mut EvalState) {
         let Some(t) = &self.kppt else { return };
         let n = state.stack.len();
         let e = &state.stack[n - 1];
@@ -167,7 +175,10 @@ impl Evaluator {
                 state.list.black_view(),
                 state.list.white_view(),
                 &c.ids[..c.count],
+                &c.old_fb[..c.count],
+                &c.old_fw[..c.count],
             );
+            state.stack[n - 1].rows_prefetched = true;
         }
     }
 
@@ -200,17 +211,18 @@ impl Evaluator {
             base -= 1;
         }
         if base == n - 2 {
-            update_entry(t, stack, n - 1, list.black_view(), list.white_view(), king_cache);
+            update_entry(t, stack, n - 1, list.black_view(), list.white_view(), king_cache, true);
             return;
         }
-        // The list as it was at `base`, then forward one move at a time.
+        // The list as it was at `base`, then forward one move at a time. Rows prefetched
+        // plies ago may have left the cache since: each update prefetches its own.
         let (mut fb, mut fw) = (*list.black_view(), *list.white_view());
         for e in stack[base + 1..].iter().rev() {
             e.changed.revert_views(&mut fb, &mut fw);
         }
         for j in base + 1..n {
             stack[j].changed.apply_views(&mut fb, &mut fw);
-            update_entry(t, stack, j, &fb, &fw, king_cache);
+            update_entry(t, stack, j, &fb, &fw, king_cache, false);
         }
     }
 

@@ -170,15 +170,19 @@ impl KpptTables {
         list: &[BonaPiece; PIECE_LIST_LEN],
         ids: &[u8],
         old: &[BonaPiece],
+        prefetched: bool,
     ) -> [i32; 2] {
         // The rows are at random places of a table far larger than the caches: ask for
-        // every entry the sums below read before reading any, so the misses overlap.
-        for (c, &id) in ids.iter().enumerate() {
-            let new_row = self.kpp_row(k, list[id as usize]);
-            let old_row = self.kpp_row(k, old[c]);
-            for &p in list {
-                prefetch(&new_row[p as usize]);
-                prefetch(&old_row[p as usize]);
+        // every entry the sums below read before reading any, so the misses overlap
+        // (unless `prefetch_rows` already asked, when the move was made).
+        if !prefetched {
+            for (c, &id) in ids.iter().enumerate() {
+                let new_row = self.kpp_row(k, list[id as usize]);
+                let old_row = self.kpp_row(k, old[c]);
+                for &p in list {
+                    prefetch(&new_row[p as usize]);
+                    prefetch(&old_row[p as usize]);
+                }
             }
         }
         let mut acc = [0i32; 2];
@@ -213,9 +217,11 @@ impl KpptTables {
         acc
     }
 
-    /// Starts loading the KPP rows that updating a sum for a move of the pieces `ids`
-    /// (not a king) will read from the new list `fb`/`fw`, so that the update a little
-    /// later finds them in the cache.
+    /// Starts loading every KPP entry that updating the sums for a move of the pieces
+    /// `ids` (not a king) will read: their rows before (`old_fb`/`old_fw`) and after the
+    /// move, at the new list `fb`/`fw`, so that the update a little later finds them in
+    /// the cache.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     pub fn prefetch_rows(
         &self,
@@ -224,12 +230,17 @@ impl KpptTables {
         fb: &[BonaPiece; PIECE_LIST_LEN],
         fw: &[BonaPiece; PIECE_LIST_LEN],
         ids: &[u8],
+        old_fb: &[BonaPiece],
+        old_fw: &[BonaPiece],
     ) {
-        for &id in ids {
+        for (c, &id) in ids.iter().enumerate() {
             let (rb, rw) = (self.kpp_row(bk, fb[id as usize]), self.kpp_row(wk_inv, fw[id as usize]));
+            let (ob, ow) = (self.kpp_row(bk, old_fb[c]), self.kpp_row(wk_inv, old_fw[c]));
             for (&pb, &pw) in fb.iter().zip(fw) {
                 prefetch(&rb[pb as usize]);
                 prefetch(&rw[pw as usize]);
+                prefetch(&ob[pb as usize]);
+                prefetch(&ow[pw as usize]);
             }
         }
     }
@@ -265,7 +276,7 @@ impl KpptTables {
                 }
             }
             if n <= MAX_CHANGED {
-                let d = self.half_delta(k, list, &ids[..n], &old[..n]);
+                let d = self.half_delta(k, list, &ids[..n], &old[..n], false);
                 add(&mut entry.sum, d);
                 entry.list = *list;
                 return entry.sum;
@@ -280,12 +291,14 @@ impl KpptTables {
     /// White's view), `bk`/`wk` the kings, `ids` the list entries it changed with their
     /// BonaPieces before it (`old_fb`, `old_fw`). A king move recomputes that king's half
     /// (see [`KpptTables::half_after_king_move`]) and KK/KKP; any other move touches only
-    /// the changed pieces' terms.
+    /// the changed pieces' terms; `prefetched` says whether `prefetch_rows` was called for
+    /// this move.
     #[allow(clippy::too_many_arguments)]
     pub fn update_after(
         &self,
         sum: &mut KpptSum,
         moved_king: Option<Color>,
+        prefetched: bool,
         ids: &[u8],
         old_fb: &[BonaPiece],
         old_fw: &[BonaPiece],
@@ -298,13 +311,13 @@ impl KpptTables {
         if moved_king == Some(Color::Black) {
             sum.black_kpp = self.half_after_king_move(bk, fb, &mut cache.halves[0][bk.index()]);
         } else {
-            add(&mut sum.black_kpp, self.half_delta(bk, fb, ids, old_fb));
+            add(&mut sum.black_kpp, self.half_delta(bk, fb, ids, old_fb, prefetched));
         }
         let wk_inv = wk.inverse();
         if moved_king == Some(Color::White) {
             sum.white_kpp = self.half_after_king_move(wk_inv, fw, &mut cache.halves[1][wk_inv.index()]);
         } else {
-            add(&mut sum.white_kpp, self.half_delta(wk_inv, fw, ids, old_fw));
+            add(&mut sum.white_kpp, self.half_delta(wk_inv, fw, ids, old_fw, prefetched));
         }
         if moved_king.is_some() {
             sum.kk_kkp = self.kk_kkp_sum(bk, wk, fb);

@@ -210,7 +210,7 @@ impl SearchThread {
         let d = self.pos.do_move(m);
         self.tt.prefetch(self.pos.key());
         self.evaluator.do_move(&mut self.estate, &d, &self.pos);
-        self.evaluator.prefetch(&self.estate);
+        self.evaluator.prefetch(&mut self.estate);
         self.keys.push(self.pos.key());
         self.checks.push(self.pos.in_check());
         d
