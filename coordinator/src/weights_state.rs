@@ -30,9 +30,8 @@ pub struct WeightState {
     /// With factors: the tables are refreshed from the parameters at versions that are
     /// multiples of this (see [`WeightState::new`]).
     fold_every: u64,
-    /// Parameters changed since the tables were last refreshed (sorted, distinct; the
-    /// gradient values are unused).
-    unfolded: Vec<(u32, [f32; 2])>,
+    /// Parameters changed since the tables were last refreshed (sorted, distinct).
+    unfolded: Vec<u32>,
 }
 
 /// What one merge did.
@@ -108,7 +107,8 @@ impl WeightState {
             // which quantized values changed.
             let params = factors::param_gradient(&layout, grads, true);
             let touched = factors::apply_params(step, update_no, &layout, records, &params);
-            self.unfolded = union_by(&self.unfolded, &params, |p| p.0);
+            let changed_params: Vec<u32> = params.iter().map(|p| p.0).collect();
+            self.unfolded = union_sorted(&self.unfolded, &changed_params);
             let changed = if (update_no + 1).is_multiple_of(self.fold_every) {
                 let deps = factors::dependents(&layout, &std::mem::take(&mut self.unfolded));
                 let mut q = Quantized { kppt, patterns };
@@ -162,13 +162,12 @@ impl WeightState {
     }
 }
 
-/// The union of two lists sorted by a distinct `key`, sorted and distinct (`a`'s item where
-/// both hold a key).
-fn union_by<T: Copy>(a: &[T], b: &[T], key: impl Fn(&T) -> u32) -> Vec<T> {
+/// The union of two sorted lists of distinct indices, sorted and distinct.
+fn union_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        match key(&a[i]).cmp(&key(&b[j])) {
+        match a[i].cmp(&b[j]) {
             std::cmp::Ordering::Less => {
                 out.push(a[i]);
                 i += 1;
@@ -187,11 +186,6 @@ fn union_by<T: Copy>(a: &[T], b: &[T], key: impl Fn(&T) -> u32) -> Vec<T> {
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
     out
-}
-
-/// The union of two sorted lists of distinct indices, sorted and distinct.
-fn union_sorted(a: &[u32], b: &[u32]) -> Vec<u32> {
-    union_by(a, b, |&i| i)
 }
 
 #[cfg(test)]

@@ -256,22 +256,22 @@ fn kpp_value(records: &[Record], own: usize, pp: Option<usize>) -> [f32; 2] {
 /// positions has ~16 M dependents. They are deduplicated and ordered by one bitmap per king
 /// square (KPP, the kings in parallel) and one over KK and KKP, instead of by a sort of the
 /// whole list.
-pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> {
+pub fn dependents(layout: &ParamLayout, params: &[u32]) -> Vec<u32> {
     let raw_end = layout.raw_features();
-    let split = |bound: usize| params.partition_point(|g| (g.0 as usize) < bound);
+    let split = |bound: usize| params.partition_point(|&j| (j as usize) < bound);
     let (kpp_lo, kpp_hi, kp_lo) = (split(KPP_BASE), split(PATTERN_BASE), split(raw_end));
     let pp_lo = if layout.factors.pp { split(layout.pp_base()) } else { params.len() };
     let mirror = layout.factors.mirror;
 
     // KK and KKP: the raw features themselves (and mirrors) and the KKP entries of KP.
     let mut below_kpp = Bitmap::new(KPP_BASE);
-    for &(j, _) in &params[..kpp_lo] {
+    for &j in &params[..kpp_lo] {
         below_kpp.set(j as usize);
         if mirror {
             below_kpp.set(mirror_raw(j as usize));
         }
     }
-    for &(j, _) in &params[kp_lo..pp_lo] {
+    for &j in &params[kp_lo..pp_lo] {
         let kp = j as usize - raw_end;
         let (k, p) = (kp / FE_END, kp % FE_END);
         let variants = [(k, p), (mirror_square(k), mirror_piece(p))];
@@ -288,18 +288,18 @@ pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> 
 
     // KPP, one king square at a time: its raw entries, the mirror images of the mirrored
     // king's, and every PP shape that fits around it.
-    let raw_by_king = per_block(&params[kpp_lo..kpp_hi], |g| g.0 as usize, KPP_BASE, KPP_TRI);
+    let raw_by_king = per_block(&params[kpp_lo..kpp_hi], |&j| j as usize, KPP_BASE, KPP_TRI);
     let shapes = pp_shapes(layout, &params[pp_lo..]);
     let per_king: Vec<Vec<u32>> = (0..81usize)
         .into_par_iter()
         .map(|k| {
             let base = KPP_BASE + k * KPP_TRI;
             let mut bits = Bitmap::new(KPP_TRI);
-            for &(j, _) in raw_by_king[k] {
+            for &j in raw_by_king[k] {
                 bits.set(j as usize - base);
             }
             if mirror {
-                for &(j, _) in raw_by_king[mirror_square(k)] {
+                for &j in raw_by_king[mirror_square(k)] {
                     bits.set(mirror_raw(j as usize) - base);
                 }
             }
@@ -320,7 +320,7 @@ pub fn dependents(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> 
         out.extend_from_slice(&v);
     }
     // Patterns: themselves (already sorted).
-    out.extend(params[kpp_hi..kp_lo].iter().map(|g| g.0));
+    out.extend_from_slice(&params[kpp_hi..kp_lo]);
     out
 }
 
@@ -334,11 +334,11 @@ struct PpShape {
 }
 
 /// The shapes of the PP parameters `pp` (a parameter and, with the mirror, its mirror image).
-fn pp_shapes(layout: &ParamLayout, pp: &[(u32, [f32; 2])]) -> Vec<PpShape> {
+fn pp_shapes(layout: &ParamLayout, pp: &[u32]) -> Vec<PpShape> {
     let base = if pp.is_empty() { 0 } else { layout.pp_base() };
     let n = if layout.factors.mirror { 2 } else { 1 };
     pp.par_iter()
-        .flat_map_iter(|&(j, _)| {
+        .flat_map_iter(|&j| {
             let (ra, rb) = untri(j as usize - base);
             let variants = [(ra, rb), (mirror_relative(ra), mirror_relative(rb))];
             variants.into_iter().take(n).enumerate().filter_map(move |(v, (ra, rb))| {
@@ -409,7 +409,8 @@ pub struct FactoredUpdate {
 impl FactoredUpdate {
     pub fn plan(layout: &ParamLayout, raw: &[(u32, [f32; 2])]) -> FactoredUpdate {
         let params = param_gradient(layout, raw, true);
-        let dependents = dependents(layout, &params);
+        let indices: Vec<u32> = params.iter().map(|g| g.0).collect();
+        let dependents = dependents(layout, &indices);
         FactoredUpdate { params, dependents }
     }
 
