@@ -3,7 +3,7 @@
 //! Main search, in the order a node applies them: repetition, declaration and
 //! mate-distance pruning; transposition-table cutoff (non-PV nodes); static evaluation
 //! (cached in the table); reverse futility pruning; null move (with a verification
-//! search at high depth); ProbCut; internal iterative reduction; then the moves in staged
+//! search at high depth); internal iterative reduction; then the moves in staged
 //! order with, per move, late-move (move-count) pruning, futility pruning,
 //! continuation-history pruning and SEE pruning at shallow depth, singular extension of
 //! the TT move (with multi-cut), a bounded check extension, and late-move reductions from
@@ -306,63 +306,6 @@ impl SearchThread {
                         return v;
                     }
                 }
-            }
-            // ProbCut: a good capture that beats beta by a margin in a reduced search
-            // most likely beats it in the full one.
-            let probcut_beta = beta + 180 - 50 * improving as i32;
-            if !PV
-                && depth > 4
-                && beta.abs() < MATE_IN_MAX_PLY
-                && !tte.is_some_and(|e| {
-                    e.depth >= depth - 3 && tt_value != VALUE_NONE && tt_value < probcut_beta
-                })
-            {
-                let mut mp = self.take_picker();
-                mp.init_probcut(&self.pos, tt_mv, probcut_beta - static_eval);
-                loop {
-                    let m = mp.next(&self.pos, &self.history);
-                    if m.is_none() {
-                        break;
-                    }
-                    if m == excluded {
-                        continue;
-                    }
-                    self.stack[f].current_move = m;
-                    self.stack[f].captured = true;
-                    self.stack[f].cont_row = cont_row(m);
-                    let d = self.do_move(m);
-                    let mut v = -self.qsearch::<false>(-probcut_beta, -probcut_beta + 1, 0, ply + 1);
-                    if v >= probcut_beta {
-                        v = -self.search::<false>(
-                            -probcut_beta,
-                            -probcut_beta + 1,
-                            depth - 4,
-                            ply + 1,
-                            !cut_node,
-                        );
-                    }
-                    self.undo_move(&d);
-                    if self.stopped() {
-                        self.give_picker(mp);
-                        return 0;
-                    }
-                    if v >= probcut_beta {
-                        self.give_picker(mp);
-                        self.tt.store(
-                            key,
-                            TtEntry {
-                                move16: m.to_move16(),
-                                score: score_to_tt(v, ply),
-                                eval: static_eval,
-                                depth: depth - 3,
-                                bound: Bound::Lower,
-                                pv: tt_pv,
-                            },
-                        );
-                        return v;
-                    }
-                }
-                self.give_picker(mp);
             }
         }
 

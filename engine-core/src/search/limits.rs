@@ -29,7 +29,7 @@ impl Limits {
 pub struct SearchOptions {
     pub null_move: bool,
     pub lmr: bool,
-    /// Forward pruning (reverse futility, futility, move-count, SEE and history pruning, ProbCut,
+    /// Forward pruning (reverse futility, futility, move-count, SEE and history pruning,
     /// internal iterative reduction, quiescence pruning). Off, with `null_move` and `lmr`
     /// off too, the search is plain alpha-beta: exact to its depth.
     pub pruning: bool,

@@ -6,7 +6,6 @@
 //! moves by history (butterfly plus continuation histories one, two and four plies
 //! back); the losing captures last. In check, every evasion, captures first. Quiescence:
 //! captures only (recaptures only, deep in quiescence), or every evasion in check.
-//! ProbCut: captures whose SEE reaches a threshold.
 //!
 //! Non-promotions of pawns, bishops and rooks that could promote are never generated
 //! below the root: the promoted piece moves at least as well and cannot be worse to
@@ -35,9 +34,6 @@ enum Stage {
     EvasionTt,
     EvasionInit,
     Evasion,
-    ProbCutTt,
-    ProbCutInit,
-    ProbCut,
     QsTt,
     QsCaptureInit,
     QsCapture,
@@ -78,7 +74,6 @@ pub struct MovePicker {
     /// Losing captures are moved to `0..bad_end` while the good ones are tried.
     bad_end: usize,
     depth: i32,
-    threshold: i32,
     /// Quiescence: deep in it, only recaptures on this square.
     recapture_square: Option<Square>,
     /// Continuation rows of the moves one, two and four plies back.
@@ -106,7 +101,6 @@ impl MovePicker {
             end: 0,
             bad_end: 0,
             depth: 0,
-            threshold: 0,
             recapture_square: None,
             cont_rows: [0; 3],
             skip_quiets: false,
@@ -124,7 +118,6 @@ impl MovePicker {
         self.end = 0;
         self.bad_end = 0;
         self.depth = 0;
-        self.threshold = 0;
         self.recapture_square = None;
         self.cont_rows = [0; 3];
         self.skip_quiets = false;
@@ -188,14 +181,6 @@ impl MovePicker {
         let tt = if usable { tt_move } else { Move::NONE };
         self.reset(if usable { Stage::QsTt } else { Stage::QsCaptureInit }, tt);
         self.recapture_square = recapture_square;
-    }
-
-    /// For ProbCut: captures whose SEE is at least `threshold`.
-    pub fn init_probcut(&mut self, pos: &Position, tt_move: Move, threshold: i32) {
-        let usable = !tt_move.is_none() && is_capture(pos, tt_move) && see_ge(pos, tt_move, threshold);
-        let tt = if usable { tt_move } else { Move::NONE };
-        self.reset(if usable { Stage::ProbCutTt } else { Stage::ProbCutInit }, tt);
-        self.threshold = threshold;
     }
 
     #[inline]
@@ -324,16 +309,15 @@ impl MovePicker {
     pub fn next(&mut self, pos: &Position, history: &History) -> Move {
         loop {
             match self.stage {
-                Stage::MainTt | Stage::EvasionTt | Stage::QsTt | Stage::ProbCutTt => {
+                Stage::MainTt | Stage::EvasionTt | Stage::QsTt => {
                     self.stage = match self.stage {
                         Stage::MainTt => Stage::CaptureInit,
                         Stage::EvasionTt => Stage::EvasionInit,
-                        Stage::QsTt => Stage::QsCaptureInit,
-                        _ => Stage::ProbCutInit,
+                        _ => Stage::QsCaptureInit,
                     };
                     return self.tt_move;
                 }
-                Stage::CaptureInit | Stage::QsCaptureInit | Stage::ProbCutInit => {
+                Stage::CaptureInit | Stage::QsCaptureInit => {
                     let mut list = MoveList::new();
                     pos.generate_captures(&mut list);
                     self.cur = 0;
@@ -341,11 +325,8 @@ impl MovePicker {
                     self.bad_end = 0;
                     self.append(&list, self.stage != Stage::CaptureInit);
                     self.score_captures(pos, history);
-                    self.stage = match self.stage {
-                        Stage::CaptureInit => Stage::GoodCapture,
-                        Stage::QsCaptureInit => Stage::QsCapture,
-                        _ => Stage::ProbCut,
-                    };
+                    self.stage =
+                        if self.stage == Stage::CaptureInit { Stage::GoodCapture } else { Stage::QsCapture };
                 }
                 Stage::GoodCapture => {
                     while self.cur < self.end {
@@ -462,15 +443,6 @@ impl MovePicker {
                         let m = self.get(self.cur).mv;
                         self.cur += 1;
                         if m != self.tt_move {
-                            return m;
-                        }
-                    }
-                    self.stage = Stage::Done;
-                }
-                Stage::ProbCut => {
-                    while self.cur < self.end {
-                        let m = self.pick_best().mv;
-                        if m != self.tt_move && see_ge(pos, m, self.threshold) {
                             return m;
                         }
                     }
