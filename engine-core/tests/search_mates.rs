@@ -104,3 +104,56 @@ fn no_mate_is_proven_when_there_are_no_checks() {
     assert_eq!(DfPn::new(10_000, 15).search(&pos), MateResult::NoMate);
     assert_eq!(mate_in_one(&pos), None);
 }
+
+/// `mate_in_one` (which tries only the moves of `generate_checks`) finds a mate exactly where
+/// trying every legal move finds one, and its move mates. Positions of capture-heavy random
+/// games (many pieces in hand, so many drop mates), in and out of check.
+#[test]
+fn mate_in_one_agrees_with_trying_every_legal_check() {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut below = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let (mut positions, mut mates, mut in_check) = (0, 0, 0);
+    for _ in 0..300 {
+        let mut pos = Position::startpos();
+        for _ in 0..160 {
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            let reference = moves.iter().copied().find(|&m| {
+                let mut after = pos;
+                after.do_move(m);
+                after.in_check() && !after.has_legal_move()
+            });
+            let found = mate_in_one(&pos);
+            assert_eq!(found.is_some(), reference.is_some(), "{}", pos.to_sfen());
+            if let Some(m) = found {
+                assert!(moves.contains(m));
+                let mut after = pos;
+                after.do_move(m);
+                assert!(after.in_check() && !after.has_legal_move(), "{} {}", pos.to_sfen(), m.to_usi());
+                mates += 1;
+            }
+            positions += 1;
+            in_check += pos.in_check() as usize;
+            let list = moves.as_slice();
+            let captures: Vec<_> =
+                list.iter().copied().filter(|m| !pos.piece_on(m.to()).is_empty()).collect();
+            let m = if !captures.is_empty() && below(10) < 8 {
+                captures[below(captures.len())]
+            } else {
+                list[below(list.len())]
+            };
+            pos.do_move(m);
+        }
+    }
+    assert!(
+        positions > 20_000 && mates >= 50 && in_check >= 500,
+        "{positions} positions, {mates} mates, {in_check} in check"
+    );
+}

@@ -220,9 +220,18 @@ impl Position {
 
     /// Legal moves that give check.
     pub fn generate_checks(&self, list: &mut MoveList) {
-        self.generate_legal(list);
-        let discoverers = self.blockers(self.side_to_move().opponent(), self.side_to_move());
-        list.retain(|m| self.gives_check_with(m, discoverers));
+        if self.in_check() {
+            self.generate_legal(list);
+            let discoverers = self.discovered_check_candidates();
+            list.retain(|m| self.gives_check_with(m, discoverers));
+            return;
+        }
+        // Out of check, without generating every legal move first: the captures that
+        // check, then the quiet checks (whose generation keeps only checks in the list).
+        let info = self.check_info();
+        self.generate(list, self.pieces_of(self.side_to_move().opponent()), false);
+        list.retain(|m| info.gives_check(m));
+        self.generate_quiet_checks(list, &info);
     }
 
     /// True when the side to move has at least one legal move.
