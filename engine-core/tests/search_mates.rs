@@ -109,7 +109,7 @@ fn no_mate_is_proven_when_there_are_no_checks() {
 /// trying every legal move finds one, and its move mates. Positions of capture-heavy random
 /// games (many pieces in hand, so many drop mates), in and out of check.
 #[test]
-fn mate_in_one_agrees_with_trying_every_legal_check() {
+fn mate_in_one_agrees_with_trying_every_legal_move() {
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut below = |n: usize| {
         x ^= x << 13;

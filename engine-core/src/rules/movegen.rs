@@ -229,7 +229,7 @@ impl Position {
         // Out of check, without generating every legal move first: the captures that
         // check, then the quiet checks (whose generation keeps only checks in the list).
         let info = self.check_info();
-        self.generate(list, self.pieces_of(self.side_to_move().opponent()), false);
+        self.generate_captures(list);
         list.retain(|m| info.gives_check(m));
         self.generate_quiet_checks(list, &info);
     }
