@@ -2,7 +2,8 @@
 //!
 //! Main search, in the order a node applies them: repetition, declaration and
 //! mate-distance pruning; transposition-table cutoff (non-PV nodes); static evaluation
-//! (cached in the table); reverse futility pruning; null move (with a verification
+//! (cached in the table, then corrected by the correction history, which each node's
+//! result updates); reverse futility pruning; null move (with a verification
 //! search at high depth); internal iterative reduction; then the moves in staged
 //! order with, per move, late-move (move-count) pruning, futility pruning,
 //! continuation-history pruning and SEE pruning at shallow depth, singular extension of
@@ -215,10 +216,13 @@ impl SearchThread {
             return mate_in(ply + 1);
         }
 
-        // Static evaluation.
+        // Static evaluation: the table keeps it as evaluated (`raw_eval`); the search uses
+        // it corrected by the correction history (`static_eval`).
         let static_eval;
+        let mut raw_eval = VALUE_NONE;
         let mut eval;
         let improving;
+        let correction_features = if in_check { None } else { self.correction_features() };
         if in_check {
             static_eval = VALUE_NONE;
             eval = VALUE_NONE;
@@ -226,9 +230,11 @@ impl SearchThread {
         } else {
             if !excluded.is_none() {
                 static_eval = self.stack[f].static_eval;
+                raw_eval = self.stack[f].raw_eval;
                 eval = static_eval;
             } else if let Some(e) = tte {
-                static_eval = if e.eval != VALUE_NONE { e.eval } else { self.evaluate() };
+                raw_eval = if e.eval != VALUE_NONE { e.eval } else { self.evaluate() };
+                static_eval = self.corrected_eval(raw_eval, correction_features.as_ref());
                 eval = static_eval;
                 if tt_value != VALUE_NONE
                     && e.bound.has(if tt_value > eval { Bound::Lower } else { Bound::Upper })
@@ -236,20 +242,22 @@ impl SearchThread {
                     eval = tt_value;
                 }
             } else {
-                static_eval = self.evaluate();
+                raw_eval = self.evaluate();
+                static_eval = self.corrected_eval(raw_eval, correction_features.as_ref());
                 eval = static_eval;
                 self.tt.store(
                     key,
                     TtEntry {
                         move16: 0,
                         score: VALUE_NONE,
-                        eval: static_eval,
+                        eval: raw_eval,
                         depth: DEPTH_NONE,
                         bound: Bound::None,
                         pv: tt_pv,
                     },
                 );
             }
+            self.stack[f].raw_eval = raw_eval;
             self.stack[f].static_eval = static_eval;
             let two_back = self.stack[f - 2].static_eval;
             let four_back = self.stack[f - 4].static_eval;
@@ -606,6 +614,19 @@ impl SearchThread {
             self.update_continuation(ply - 1, prev.cont_row, stat_bonus(depth));
         }
 
+        // What the search found teaches the correction history, when it says on which
+        // side of the static evaluation the truth lies and is not about material won by a
+        // capture or about a mate.
+        if let Some(features) = correction_features
+            && excluded.is_none()
+            && (best_move.is_none() || !is_capture(&self.pos, best_move))
+            && best.abs() < MATE_IN_MAX_PLY
+            && !(best >= beta && best <= static_eval)
+            && !(best_move.is_none() && best >= static_eval)
+        {
+            self.correction.update(&features, best - static_eval, depth);
+        }
+
         if excluded.is_none() {
             let bound = if best >= beta {
                 Bound::Lower
@@ -619,7 +640,7 @@ impl SearchThread {
                 TtEntry {
                     move16: best_move.to_move16(),
                     score: score_to_tt(best, ply),
-                    eval: if in_check { VALUE_NONE } else { static_eval },
+                    eval: if in_check { VALUE_NONE } else { raw_eval },
                     depth,
                     bound,
                     pv: tt_pv,

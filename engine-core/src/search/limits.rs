@@ -33,6 +33,10 @@ pub struct SearchOptions {
     /// internal iterative reduction, quiescence pruning). Off, with `null_move` and `lmr`
     /// off too, the search is plain alpha-beta: exact to its depth.
     pub pruning: bool,
+    /// Static evaluations corrected by the errors the search found in positions sharing
+    /// their pawns, hands or kings' guards (see `correction.rs`). Applies only with
+    /// `pruning`, so that a plain alpha-beta search stays exact to the evaluation.
+    pub correction_history: bool,
     /// Mate-in-1 detection at nodes near the horizon (off by default: `keima bench mate`
     /// shows it costs more than it saves).
     pub mate1: bool,
@@ -55,6 +59,7 @@ impl Default for SearchOptions {
             null_move: true,
             lmr: true,
             pruning: true,
+            correction_history: true,
             mate1: false,
             declaration: true,
             root_mate_nodes: 0,

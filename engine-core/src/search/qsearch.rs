@@ -1,7 +1,7 @@
-//! Quiescence search: stand pat, captures (only recaptures deep down) pruned by futility
-//! and SEE, quiet checks at the first quiescence ply, and every evasion when in check —
-//! but at most two quiet evasions once one line is known not to be mated, which is what
-//! keeps drop-interpositions from exploding.
+//! Quiescence search: stand pat (on the corrected static evaluation), captures (only
+//! recaptures deep down) pruned by futility and SEE, quiet checks at the first quiescence
+//! ply, and every evasion when in check — but at most two quiet evasions once one line is
+//! known not to be mated, which is what keeps drop-interpositions from exploding.
 
 use super::history::cont_row;
 use super::movepick::is_capture;
@@ -53,6 +53,7 @@ impl SearchThread {
         }
 
         let static_eval;
+        let mut raw_eval = VALUE_NONE;
         let mut best;
         let futility_base;
         if in_check {
@@ -60,10 +61,12 @@ impl SearchThread {
             best = -INFINITE;
             futility_base = -INFINITE;
         } else {
-            static_eval = match tte {
+            raw_eval = match tte {
                 Some(e) if e.eval != VALUE_NONE => e.eval,
                 _ => self.evaluate(),
             };
+            let features = self.correction_features();
+            static_eval = self.corrected_eval(raw_eval, features.as_ref());
             best = static_eval;
             if let Some(e) = tte
                 && tt_value != VALUE_NONE
@@ -78,7 +81,7 @@ impl SearchThread {
                         TtEntry {
                             move16: 0,
                             score: score_to_tt(best, ply),
-                            eval: static_eval,
+                            eval: raw_eval,
                             depth: DEPTH_NONE,
                             bound: Bound::Lower,
                             pv: false,
@@ -184,7 +187,7 @@ impl SearchThread {
             TtEntry {
                 move16: best_move.to_move16(),
                 score: score_to_tt(best, ply),
-                eval: static_eval,
+                eval: raw_eval,
                 depth: tt_depth,
                 bound,
                 pv: pv_hit,

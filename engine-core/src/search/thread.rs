@@ -2,6 +2,7 @@
 //! and the iterative-deepening loop with aspiration windows. Threads share only the
 //! transposition table, the stop flag and their published node counts (Lazy SMP).
 
+use super::correction::{CorrectionHistory, FEATURES as CORRECTION_FEATURES, feature_indices};
 use super::history::{History, NO_ROW};
 use super::limits::{Limits, SearchOptions};
 use super::movepick::MovePicker;
@@ -23,7 +24,9 @@ const MAX_REPETITION_PLY: usize = 32;
 /// Per-ply search state.
 #[derive(Clone, Copy)]
 pub(super) struct Frame {
+    /// The static evaluation as the search uses it (corrected), and as evaluated.
     pub static_eval: i32,
+    pub raw_eval: i32,
     pub current_move: Move,
     /// The move played from this node was a null move.
     pub null_move: bool,
@@ -43,6 +46,7 @@ impl Default for Frame {
     fn default() -> Self {
         Frame {
             static_eval: VALUE_NONE,
+            raw_eval: VALUE_NONE,
             current_move: Move::NONE,
             null_move: false,
             captured: false,
@@ -111,6 +115,7 @@ pub(super) struct SearchThread {
     pub checks: Vec<bool>,
     pub stack: Vec<Frame>,
     pub history: History,
+    pub correction: CorrectionHistory,
     /// Move pickers to reuse (a LIFO pool: a node takes one and gives it back).
     pub pickers: Vec<Box<MovePicker>>,
     pub pv: Vec<Vec<Move>>,
@@ -152,6 +157,7 @@ impl SearchThread {
             checks: vec![pos.in_check()],
             stack: vec![Frame::default(); MAX_PLY + STACK_OFFSET + 4],
             history: History::new(),
+            correction: CorrectionHistory::new(),
             pickers: Vec::new(),
             pv: vec![Vec::new(); MAX_PLY + 2],
             nodes: 0,
@@ -192,6 +198,7 @@ impl SearchThread {
 
     pub fn clear_heuristics(&mut self) {
         self.history.clear();
+        self.correction.clear();
         self.stack.iter_mut().for_each(|f| *f = Frame::default());
     }
 
@@ -246,6 +253,22 @@ impl SearchThread {
             eval += noise.at(self.pos.key());
         }
         eval.clamp(-MATE_IN_MAX_PLY + 1, MATE_IN_MAX_PLY - 1)
+    }
+
+    /// The features of the current position that the correction history keys on, when
+    /// it is in use (see `SearchOptions::correction_history`).
+    #[inline]
+    pub fn correction_features(&self) -> Option<[usize; CORRECTION_FEATURES]> {
+        (self.options.correction_history && self.options.pruning).then(|| feature_indices(&self.pos))
+    }
+
+    /// `raw`, a static evaluation, plus the correction learned for `features`.
+    #[inline]
+    pub fn corrected_eval(&self, raw: i32, features: Option<&[usize; CORRECTION_FEATURES]>) -> i32 {
+        match features {
+            Some(f) => (raw + self.correction.correction(f)).clamp(-MATE_IN_MAX_PLY + 1, MATE_IN_MAX_PLY - 1),
+            None => raw,
+        }
     }
 
     /// Score of a repetition of the current position within the game or search, if any.

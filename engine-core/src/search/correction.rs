@@ -1,0 +1,158 @@
+//! Correction history: how far the search's results have landed from the static
+//! evaluation in positions that share a feature, learned during the search and added to
+//! the static evaluation before pruning uses it.
+//!
+//! An evaluation errs in the same direction across many positions of one search tree:
+//! those with the same pawns, the same pieces in hand, the same guard around a king. Each
+//! feature has a table (by side to move and a hash of the feature); the correction is
+//! the sum of the entries of the position's features, and each entry moves a little
+//! towards the part of the error the sum did not explain (a least-mean-squares step),
+//! so features that share a cause do not correct it twice.
+
+use crate::rules::attacks::king_attacks;
+use crate::rules::{Color, PieceType, Position};
+
+/// Entries per side and feature.
+const SIZE: usize = 1 << 14;
+/// Entries count sixteenths of an evaluation unit.
+const GRAIN: i32 = 16;
+/// Largest entry: 48 evaluation units, about half a pawn, per feature.
+const LIMIT: i32 = 48 * GRAIN;
+/// Largest error learned from one search result, in evaluation units.
+const MAX_ERROR: i32 = 256;
+/// Largest total correction, in evaluation units: about a pawn.
+const MAX_CORRECTION: i32 = 96;
+
+/// Pawns of both sides; pieces in hand of both sides; Black's king and what stands
+/// around it; the same for White.
+pub const FEATURES: usize = 4;
+
+pub struct CorrectionHistory {
+    /// `[feature][side to move][hash]`
+    table: Vec<i16>,
+}
+
+impl Default for CorrectionHistory {
+    fn default() -> Self {
+        CorrectionHistory::new()
+    }
+}
+
+/// SplitMix64's finaliser: spreads every input bit over the output.
+#[inline]
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[inline]
+fn mix128(x: u128, seed: u64) -> u64 {
+    mix(mix(seed ^ x as u64) ^ (x >> 64) as u64)
+}
+
+/// The king of `color`, its square and the pieces (kind and side) on the squares next to it.
+#[inline]
+fn king_guard_hash(pos: &Position, color: Color) -> u64 {
+    let Some(k) = pos.king_square(color) else { return 0 };
+    let mut h = mix(0x6b69_6e67 ^ ((k.index() as u64) << 8) ^ color.index() as u64);
+    for sq in (king_attacks(k) & pos.occupied()).iter() {
+        h = mix(h ^ ((sq.index() as u64) << 8) ^ pos.piece_on(sq).code() as u64);
+    }
+    h
+}
+
+/// Indices of the position's features (side to move included).
+#[inline]
+pub fn feature_indices(pos: &Position) -> [usize; FEATURES] {
+    let side = pos.side_to_move().index();
+    let pawns = mix128(pos.pieces(Color::Black, PieceType::Pawn).0, 1)
+        ^ mix128(pos.pieces(Color::White, PieceType::Pawn).0, 2);
+    let hands = mix(((pos.hand(Color::Black).raw() as u64) << 32) | pos.hand(Color::White).raw() as u64);
+    let hashes = [pawns, hands, king_guard_hash(pos, Color::Black), king_guard_hash(pos, Color::White)];
+    let mut out = [0; FEATURES];
+    for (i, h) in hashes.into_iter().enumerate() {
+        out[i] = (i * 2 + side) * SIZE + (h as usize & (SIZE - 1));
+    }
+    out
+}
+
+impl CorrectionHistory {
+    pub fn new() -> CorrectionHistory {
+        CorrectionHistory { table: vec![0; FEATURES * 2 * SIZE] }
+    }
+
+    pub fn clear(&mut self) {
+        self.table.fill(0);
+    }
+
+    /// The correction for a position with these features, in evaluation units.
+    #[inline]
+    pub fn correction(&self, idx: &[usize; FEATURES]) -> i32 {
+        let sum: i32 = idx.iter().map(|&i| self.table[i] as i32).sum();
+        (sum / GRAIN).clamp(-MAX_CORRECTION, MAX_CORRECTION)
+    }
+
+    /// Learns from a search of `depth` that found `error` = result − corrected evaluation
+    /// (a bound that says which side of the evaluation the truth lies is enough).
+    #[inline]
+    pub fn update(&mut self, idx: &[usize; FEATURES], error: i32, depth: i32) {
+        // Deeper results are more trustworthy. Four features share each step, so the sum
+        // moves by at most 1/8 of the error: one search result is mostly noise.
+        let step = error.clamp(-MAX_ERROR, MAX_ERROR) * GRAIN * depth.clamp(1, 8) / 256;
+        for &i in idx {
+            let e = &mut self.table[i];
+            *e = (*e as i32 + step).clamp(-LIMIT, LIMIT) as i16;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrections_move_towards_the_error_and_stay_bounded() {
+        let pos = Position::startpos();
+        let idx = feature_indices(&pos);
+        let mut c = CorrectionHistory::new();
+        assert_eq!(c.correction(&idx), 0);
+        // A steady error of +50 is learned, without overshooting it.
+        for _ in 0..200 {
+            let err = 50 - c.correction(&idx);
+            c.update(&idx, err, 8);
+        }
+        let learned = c.correction(&idx);
+        assert!((45..=50).contains(&learned), "{learned}");
+        // Huge errors are capped.
+        for _ in 0..1000 {
+            c.update(&idx, 100_000, 20);
+        }
+        assert!(c.correction(&idx) <= MAX_CORRECTION);
+        assert_eq!(c.correction(&idx), MAX_CORRECTION.min(FEATURES as i32 * LIMIT / GRAIN));
+        c.clear();
+        assert_eq!(c.correction(&idx), 0);
+    }
+
+    #[test]
+    fn features_separate_sides_and_positions() {
+        let a = Position::startpos();
+        let mut b = a;
+        let m = b.parse_usi_move("7g7f").expect("legal");
+        b.do_move(m);
+        let (ia, ib) = (feature_indices(&a), feature_indices(&b));
+        // Same hands and kings' guards, other side to move: other entries.
+        for f in 0..FEATURES {
+            assert_ne!(ia[f], ib[f]);
+            assert_eq!(ia[f] / SIZE, 2 * f, "Black to move uses the first half of feature {f}");
+            assert_eq!(ib[f] / SIZE, 2 * f + 1);
+        }
+        // The pawn structure changed; after a White pawn move back to Black, only the
+        // pawn feature differs from the start (hands and guards are unchanged).
+        let m2 = b.parse_usi_move("3c3d").expect("legal");
+        b.do_move(m2);
+        let ic = feature_indices(&b);
+        assert_ne!(ic[0], ia[0]);
+        assert_eq!(&ic[1..], &ia[1..]);
+    }
+}
