@@ -155,4 +155,33 @@ mod tests {
         assert_ne!(ic[0], ia[0]);
         assert_eq!(&ic[1..], &ia[1..]);
     }
+
+    #[test]
+    fn only_the_kings_neighbourhood_keys_their_guards() {
+        let play = |pos: &mut Position, moves: &[&str]| {
+            for m in moves {
+                let mv = pos.parse_usi_move(m).expect("legal");
+                pos.do_move(mv);
+            }
+        };
+        let start = Position::startpos();
+        let base = feature_indices(&start);
+        // Rooks moving far from both kings: back to Black to move, the same features.
+        let mut p = start;
+        play(&mut p, &["2h3h", "8b7b"]);
+        assert_eq!(feature_indices(&p), base);
+        // A gold stepping inside Black's king's neighbourhood: only Black's guard changes.
+        play(&mut p, &["6i5h", "7b8b"]);
+        let after = feature_indices(&p);
+        assert_eq!(after[0], base[0]);
+        assert_eq!(after[1], base[1]);
+        assert_ne!(after[2], base[2]);
+        assert_eq!(after[3], base[3]);
+        // A capture changes the hands' feature.
+        let mut q = start;
+        play(&mut q, &["7g7f", "3c3d", "8h2b+"]);
+        play(&mut q, &["3a2b"]);
+        let (s, t) = (feature_indices(&start), feature_indices(&q));
+        assert_ne!(s[1], t[1]);
+    }
 }
