@@ -139,8 +139,8 @@ impl Searcher {
         self.threads[0].set_position(start, moves);
     }
 
-    /// Clears the move-ordering statistics of every thread (between games, for
-    /// reproducibility).
+    /// Clears the move-ordering statistics and the evaluation's correction history of
+    /// every thread (between games, for reproducibility).
     pub fn clear_heuristics(&mut self) {
         self.threads.iter_mut().for_each(SearchThread::clear_heuristics);
     }
