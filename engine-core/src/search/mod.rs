@@ -1,7 +1,8 @@
 //! Search: what bounds it, the transposition table, static exchange evaluation, move
-//! ordering (history statistics, the static evaluation's correction history, staged move picker), the alpha-beta search and its
-//! quiescence, time management, the threads of a search (Lazy SMP) and the searcher
-//! that runs them; mate knowledge (df-pn); the learner's leaf quiescence.
+//! ordering (history statistics, staged move picker), the static evaluation's correction
+//! history, the alpha-beta search and its quiescence, time management, the threads of a
+//! search (Lazy SMP) and the searcher that runs them; mate knowledge (df-pn); the
+//! learner's leaf quiescence.
 
 pub mod alphabeta;
 pub mod bench;
