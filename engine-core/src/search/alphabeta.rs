@@ -217,12 +217,14 @@ impl SearchThread {
         }
 
         // Static evaluation: the table keeps it as evaluated (`raw_eval`); the search uses
-        // it corrected by the correction history (`static_eval`).
+        // it corrected by the correction history (`static_eval`). An excluded-move
+        // re-entry takes the outer node's and neither corrects nor stores it.
         let static_eval;
         let mut raw_eval = VALUE_NONE;
         let mut eval;
         let improving;
-        let correction_features = if in_check { None } else { self.correction_features() };
+        let correction_features =
+            if in_check || !excluded.is_none() { None } else { self.correction_features() };
         if in_check {
             static_eval = VALUE_NONE;
             eval = VALUE_NONE;
@@ -230,7 +232,6 @@ impl SearchThread {
         } else {
             if !excluded.is_none() {
                 static_eval = self.stack[f].static_eval;
-                raw_eval = self.stack[f].raw_eval;
                 eval = static_eval;
             } else if let Some(e) = tte {
                 raw_eval = if e.eval != VALUE_NONE { e.eval } else { self.evaluate() };
@@ -257,7 +258,6 @@ impl SearchThread {
                     },
                 );
             }
-            self.stack[f].raw_eval = raw_eval;
             self.stack[f].static_eval = static_eval;
             let two_back = self.stack[f - 2].static_eval;
             let four_back = self.stack[f - 4].static_eval;
@@ -617,8 +617,8 @@ impl SearchThread {
         // What the search found teaches the correction history, when it says on which
         // side of the static evaluation the truth lies and is not about material won by a
         // capture or about a mate.
+        // (No features at excluded-move re-entries: their result is not the node's.)
         if let Some(features) = correction_features
-            && excluded.is_none()
             && (best_move.is_none() || !is_capture(&self.pos, best_move))
             && best.abs() < MATE_IN_MAX_PLY
             && !(best >= beta && best <= static_eval)

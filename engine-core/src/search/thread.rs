@@ -24,9 +24,8 @@ const MAX_REPETITION_PLY: usize = 32;
 /// Per-ply search state.
 #[derive(Clone, Copy)]
 pub(super) struct Frame {
-    /// The static evaluation as the search uses it (corrected), and as evaluated.
+    /// The static evaluation as the search uses it (corrected).
     pub static_eval: i32,
-    pub raw_eval: i32,
     pub current_move: Move,
     /// The move played from this node was a null move.
     pub null_move: bool,
@@ -46,7 +45,6 @@ impl Default for Frame {
     fn default() -> Self {
         Frame {
             static_eval: VALUE_NONE,
-            raw_eval: VALUE_NONE,
             current_move: Move::NONE,
             null_move: false,
             captured: false,
