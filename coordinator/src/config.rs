@@ -249,6 +249,12 @@ pub struct CoordinatorSection {
     /// recipe, BENCHMARKS.md "Shuffled batches online"). 0: each shard's own records. Ignored when
     /// `deterministic` (the batch is then the shard, as in `keima learn` without shuffle).
     pub batch_pool_records: u64,
+    /// With a pool: each shard's batch holds this many records per record the shard made, so
+    /// that each record is learnt from about this many times. Offline, a second pass over a
+    /// run's records gained +36 Elo (BENCHMARKS.md, "Offline on the η-growing run's records");
+    /// a batch twice as large takes about √2 times η to move the weights as two passes do.
+    /// 1 to 8; not measured online yet.
+    pub batch_pool_draws: u32,
     /// Versions of changed-weight lists kept for delta syncs (older workers get a full copy).
     pub delta_versions: usize,
     /// With `[init] factors`: the tables workers search with are refreshed from the
@@ -283,6 +289,7 @@ impl Default for CoordinatorSection {
             max_push_mib: 512,
             keep_teacher_records: true,
             batch_pool_records: 250_000,
+            batch_pool_draws: 1,
             delta_versions: 64,
             fold_every: 1,
             export: true,
@@ -361,6 +368,12 @@ impl TrainConfig {
             return Err(ConfigError::invalid(
                 "[coordinator] batch_pool_records",
                 format!("at most {} (each record is 40 bytes in every worker)", BatchPool::MAX_RECORDS),
+            ));
+        }
+        if !(1..=BatchPool::MAX_DRAWS).contains(&c.batch_pool_draws) {
+            return Err(ConfigError::invalid(
+                "[coordinator] batch_pool_draws",
+                format!("{} is not in 1..={}", c.batch_pool_draws, BatchPool::MAX_DRAWS),
             ));
         }
         if c.fold_every == 0 {
@@ -514,6 +527,18 @@ mod tests {
         assert_eq!(parse(&at_cap).unwrap().coordinator.batch_pool_records, BatchPool::MAX_RECORDS as u64);
         let over = format!("[coordinator]\nbatch_pool_records = {}\n", BatchPool::MAX_RECORDS + 1);
         assert_refused_by_key(&[(&over, "[coordinator] batch_pool_records")], parse);
+        let draws = |d: u32| format!("[coordinator]\nbatch_pool_draws = {d}\n");
+        assert_eq!(
+            parse(&draws(BatchPool::MAX_DRAWS)).unwrap().coordinator.batch_pool_draws,
+            BatchPool::MAX_DRAWS
+        );
+        assert_refused_by_key(
+            &[
+                (&draws(0), "[coordinator] batch_pool_draws"),
+                (&draws(BatchPool::MAX_DRAWS + 1), "[coordinator] batch_pool_draws"),
+            ],
+            parse,
+        );
     }
 
     #[test]

@@ -370,6 +370,7 @@ impl Core {
             } else {
                 self.cfg.coordinator.batch_pool_records
             },
+            batch_pool_draws: self.cfg.coordinator.batch_pool_draws,
         }
     }
 

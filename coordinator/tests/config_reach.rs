@@ -339,6 +339,7 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         k("coordinator", "max_push_mib", "9", |r| v(r.cfg.coordinator.max_push_mib)),
         k("coordinator", "keep_teacher_records", "false", |r| v(r.cfg.coordinator.keep_teacher_records)),
         k("coordinator", "batch_pool_records", "9", |r| v(r.cfg.coordinator.batch_pool_records)),
+        k("coordinator", "batch_pool_draws", "3", |r| v(r.cfg.coordinator.batch_pool_draws)),
         k("coordinator", "delta_versions", "4", |r| v(r.cfg.coordinator.delta_versions)),
         k("coordinator", "fold_every", "3", |r| v(r.cfg.coordinator.fold_every)),
         k("coordinator", "export", "false", |r| v(r.cfg.coordinator.export)),

@@ -333,12 +333,11 @@ fn leases_ask_for_the_batch_pool_unless_deterministic() {
         if let Some(records) = pool {
             cfg.coordinator.batch_pool_records = records;
         }
+        cfg.coordinator.batch_pool_draws = 2;
         let core = Core::create(cfg).unwrap();
         let id = core.register("a", 1);
-        assert_eq!(
-            lease(&core, &id).batch_pool_records,
-            expected,
-            "deterministic {deterministic}, pool {pool:?}"
-        );
+        let l = lease(&core, &id);
+        assert_eq!(l.batch_pool_records, expected, "deterministic {deterministic}, pool {pool:?}");
+        assert_eq!(l.batch_pool_draws, 2, "the draws per record reach the lease");
     }
 }

@@ -47,10 +47,25 @@ fn searchers(ev: &Arc<Evaluator>, threads: usize, games: usize) -> Vec<gensfen::
     (0..parallel).map(|_| gensfen::Worker::with_search_threads(ev.clone(), 16, per_search)).collect()
 }
 
+/// Records drawn from the pool per record the shard made (the lease's `batch_pool_draws`;
+/// 0, from a coordinator that does not send it, is 1). Checked before the shard's work.
+fn pool_draws(lease: &v1::Lease) -> Result<usize, String> {
+    match lease.batch_pool_draws {
+        0 => Ok(1),
+        d if d <= BatchPool::MAX_DRAWS => Ok(d as usize),
+        d => Err(format!(
+            "the lease asks for {d} batch-pool draws per record; at most {}",
+            BatchPool::MAX_DRAWS
+        )),
+    }
+}
+
 /// The gradient's batch when the lease asks for a pool: the shard's records join the
-/// worker's pool, and as many are drawn from it at random (`None`: the shard's own).
+/// worker's pool, and `draws` times as many are drawn from it at random (`None`: the
+/// shard's own).
 fn pooled_batch(
     lease: &v1::Lease,
+    draws: usize,
     pool: &Mutex<BatchPool>,
     records: &[TeacherRecord],
 ) -> Option<Vec<TeacherRecord>> {
@@ -63,7 +78,7 @@ fn pooled_batch(
     pool.set_capacity(capacity);
     pool.push(records.iter().map(|r| r.psv));
     let seed = engine_core::rng::mix64(lease.shard_id ^ ((lease.attempt as u64) << 48));
-    Some(to_teacher(&pool.sample(records.len(), seed)))
+    Some(to_teacher(&pool.sample(records.len() * draws, seed)))
 }
 
 /// Runs a lease on `threads` threads, with the external USI engines this worker declared.
@@ -81,6 +96,7 @@ pub fn run(
     // shard's (heartbeats add a negligible share).
     let cpu_started = process_cpu_seconds();
     let (spec, loss) = lease_work(lease).map_err(|e| e.to_string())?;
+    let draws = pool_draws(lease)?;
     if let ShardSpec::Match { usi, .. } = &spec {
         // A USI match's engines are child processes, all quit (and reaped) by its end.
         let children_started = reaped_children_cpu_seconds();
@@ -153,7 +169,7 @@ pub fn run(
         }
         ShardSpec::Match { .. } => unreachable!("played above"),
     };
-    let batch = pooled_batch(lease, pool, &records);
+    let batch = pooled_batch(lease, draws, pool, &records);
     let threads_pool =
         rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().map_err(|e| e.to_string())?;
     let g = threads_pool
@@ -203,19 +219,39 @@ mod tests {
         let pool = Mutex::new(BatchPool::default());
         let mut lease = v1::Lease { shard_id: 1, attempt: 1, batch_pool_records: 1000, ..Default::default() };
         let first = shard(0..100);
-        let b1 = pooled_batch(&lease, &pool, &first).expect("the lease asks for a pool");
+        let b1 = pooled_batch(&lease, 1, &pool, &first).expect("the lease asks for a pool");
         // The pool held only this shard: the batch is the shard, in another order.
         let mut s1 = scores(&b1);
         s1.sort();
         assert_eq!(s1, scores(&first));
         lease.shard_id = 2;
         let second = shard(100..200);
-        let b2 = scores(&pooled_batch(&lease, &pool, &second).unwrap());
+        let b2 = scores(&pooled_batch(&lease, 1, &pool, &second).unwrap());
         assert_eq!(b2.len(), 100, "as many records as the shard made");
         let older = b2.iter().filter(|&&s| s < 100).count();
         assert!((25..=75).contains(&older), "{older} of 100 from the first shard");
+        // Two draws per record: twice the shard's count, distinct records, both shards in it.
+        lease.shard_id = 3;
+        let third = shard(200..300);
+        let mut b3 = scores(&pooled_batch(&lease, 2, &pool, &third).unwrap());
+        assert_eq!(b3.len(), 200, "twice as many records as the shard made");
+        b3.sort();
+        b3.dedup();
+        assert_eq!(b3.len(), 200, "drawn without repeats");
+        assert!(b3.iter().any(|&s| s >= 200) && b3.iter().any(|&s| s < 200));
         // Without a pool the batch is the shard's own.
         lease.batch_pool_records = 0;
-        assert!(pooled_batch(&lease, &pool, &second).is_none());
+        assert!(pooled_batch(&lease, 2, &pool, &third).is_none());
+    }
+
+    #[test]
+    fn batch_pool_draws_from_the_wire_are_bounded() {
+        let mut lease = v1::Lease::default();
+        assert_eq!(pool_draws(&lease), Ok(1), "0 (not sent) is one draw");
+        lease.batch_pool_draws = BatchPool::MAX_DRAWS;
+        assert_eq!(pool_draws(&lease), Ok(BatchPool::MAX_DRAWS as usize));
+        lease.batch_pool_draws = BatchPool::MAX_DRAWS + 1;
+        let e = pool_draws(&lease).unwrap_err();
+        assert!(e.contains("batch-pool draws"), "{e}");
     }
 }

@@ -24,6 +24,8 @@ pub struct BatchPool {
 impl BatchPool {
     /// The largest pool a lease may ask for: 640 MB of records.
     pub const MAX_RECORDS: usize = 16 << 20;
+    /// The most records a lease may have drawn per record its shard made.
+    pub const MAX_DRAWS: u32 = 8;
 
     /// A pool of `capacity` records, at most `MAX_RECORDS` (the capacity comes over the
     /// network).
