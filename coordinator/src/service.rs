@@ -207,10 +207,14 @@ impl Service {
         if trailer.checksum != seal::push_checksum(payload, &h, &stats, trailer.match_result.as_ref()) {
             return Err(PushError::BadChecksum);
         }
-        if !stats.loss_sum.is_finite() || stats.loss_sum < 0.0 || stats.used > stats.positions {
-            return Err(invalid(
-                "push statistics are inconsistent (loss not finite, or used > positions)".into(),
-            ));
+        // A batch holds up to `batch_pool_draws` records per position the shard made.
+        let max_used = stats.positions.saturating_mul(core.config().coordinator.batch_pool_draws as u64);
+        if !stats.loss_sum.is_finite() || stats.loss_sum < 0.0 || stats.used > max_used {
+            return Err(invalid(format!(
+                "push statistics are inconsistent (loss not finite, or used {} > positions {} × \
+                 batch_pool_draws)",
+                stats.used, stats.positions
+            )));
         }
         if !stats.cpu_seconds.is_finite() || !(0.0..=MAX_SHARD_CPU_SECONDS).contains(&stats.cpu_seconds) {
             return Err(invalid(format!(

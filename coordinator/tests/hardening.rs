@@ -309,6 +309,34 @@ fn fault4_pushes_and_returns_count_only_from_the_lease_holder() {
     assert_eq!(core.queue_snapshot().shards[2].failures, 1);
 }
 
+/// A batch drawn from the pool holds up to `batch_pool_draws` records per position made:
+/// a run with 2 merges a push whose `used` is twice its positions and refuses one more.
+#[test]
+fn used_may_reach_positions_times_the_pool_draws() {
+    let rt = rt();
+    let dir = tmp("draws");
+    let run = dir.path().join("run");
+    let mut cfg = config(&run, 2, true, 0);
+    cfg.coordinator.batch_pool_draws = 2;
+    let svc = Service { core: Arc::new(Core::create(cfg).unwrap()) };
+    let core = svc.core.clone();
+    let id = core.register("a", 1);
+    rt.block_on(async {
+        let l = lease(&core, &id);
+        let honest = work(l.shard_id, true);
+        let positions = honest.stats.positions;
+        let over =
+            Work { stats: v1::ShardStats { used: 2 * positions + 1, ..honest.stats }, ..work(0, true) };
+        let e = push(&svc, chunks(&core, &id, &l, 0, &over)).await.unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        let twice = Work { stats: v1::ShardStats { used: 2 * positions, ..honest.stats }, ..work(0, true) };
+        let r = push(&svc, chunks(&core, &id, &l, 0, &twice)).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Merged as i32);
+    });
+    let t = core.totals();
+    assert_eq!((t.merges, t.positions_merged, t.positions_used, t.rejected_pushes), (1, 10, 20, 1), "{t:?}");
+}
+
 /// Fault 5: claimed counts are checked against the payload and the shard, and bounded.
 #[test]
 fn fault5_claimed_counts_are_checked_and_bounded() {
