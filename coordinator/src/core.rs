@@ -194,6 +194,9 @@ impl Core {
 
     /// Counts a push that was not merged: a server fault or a rejected push (`PushError`).
     pub fn count_failed_push(&self, e: &PushError) {
+        if matches!(e, PushError::Stopping) {
+            return; // neither the worker's fault nor the coordinator's
+        }
         let mut t = self.totals.lock().unwrap();
         if e.is_server_fault() {
             t.server_faults += 1;
@@ -202,9 +205,15 @@ impl Core {
         }
     }
 
-    /// From now on leases are answered WAIT (the run is stopping).
-    pub fn stop_leasing(&self) {
+    /// The run is stopping: from now on leases are answered WAIT and pushes are refused
+    /// unmerged (`PushError::Stopping`), so the checkpoint written next holds every merge.
+    /// A merge already holding the weights lock completes first.
+    pub fn stop(&self) {
         self.stop_requested.store(true, Ordering::SeqCst);
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop_requested.load(Ordering::SeqCst)
     }
 
     /// The crash points tests arm.
@@ -312,9 +321,7 @@ impl Core {
 
     /// A lease for `worker_id`, as the wire message.
     pub fn lease(&self, worker_id: &str) -> v1::LeaseReply {
-        if self.stop_requested.load(Ordering::SeqCst)
-            || self.generation_checkpoint_pending.load(Ordering::SeqCst)
-        {
+        if self.stopping() || self.generation_checkpoint_pending.load(Ordering::SeqCst) {
             return v1::LeaseReply {
                 state: v1::lease_reply::State::Wait as i32,
                 lease: None,

@@ -41,6 +41,10 @@ pub enum PushError {
     Storage(#[from] IoError),
     #[error("coordinator internal error: {0}")]
     Internal(String),
+    /// Interrupted: nothing is merged after the final checkpoint (the worker retries; after
+    /// `keima train --resume` the shard is leased again).
+    #[error("the coordinator is stopping: nothing was merged; the shard is done again after a resume")]
+    Stopping,
     #[error(transparent)]
     Injected(#[from] Injected),
 }
@@ -62,7 +66,7 @@ impl PushError {
             PushError::UnknownWorker(_) => Code::NotFound,
             PushError::NoLease { .. } => Code::Aborted,
             PushError::Transport(s) => s.code(),
-            PushError::Storage(_) => Code::Unavailable,
+            PushError::Storage(_) | PushError::Stopping => Code::Unavailable,
             PushError::Internal(_) | PushError::Injected(_) => Code::Internal,
         }
     }
@@ -90,6 +94,7 @@ mod tests {
             (PushError::TooLarge { limit_mib: 1 }, Code::ResourceExhausted, false),
             (PushError::Incompatible("protocol".into()), Code::FailedPrecondition, false),
             (PushError::UnknownWorker("w1".into()), Code::NotFound, false),
+            (PushError::Stopping, Code::Unavailable, false),
             (
                 PushError::NoLease {
                     shard: 1,

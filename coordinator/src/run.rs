@@ -191,7 +191,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
             }
         }
         if interrupted {
-            core.stop_leasing();
+            core.stop();
         }
         let fin = core.clone();
         let (checkpoint, export) = tokio::task::spawn_blocking(move || -> Result<_, String> {

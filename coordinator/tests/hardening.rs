@@ -337,6 +337,41 @@ fn used_may_reach_positions_times_the_pool_draws() {
     assert_eq!((t.merges, t.positions_merged, t.positions_used, t.rejected_pushes), (1, 10, 20, 1), "{t:?}");
 }
 
+/// Once stopping (SIGINT), the coordinator merges nothing more: the checkpoint it writes then
+/// holds every merge, a later push is refused unmerged (retryable, not counted as rejected),
+/// and a resume leases that push's shard again.
+#[test]
+fn a_stopping_coordinator_merges_nothing_after_its_checkpoint() {
+    let rt = rt();
+    let dir = tmp("stop");
+    let run = dir.path().join("run");
+    let svc = Service { core: Arc::new(Core::create(config(&run, 2, true, 0)).unwrap()) };
+    let core = svc.core.clone();
+    let id = core.register("a", 1);
+    let late = rt.block_on(async {
+        let first = lease(&core, &id);
+        let second = lease(&core, &id);
+        let r = push(&svc, chunks(&core, &id, &first, 0, &work(first.shard_id, true))).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Merged as i32);
+        core.stop();
+        let ck = core.checkpoint().unwrap();
+        assert!(ck.to_string_lossy().ends_with("ckpt-000000000001"), "{}", ck.display());
+        let e = push(&svc, chunks(&core, &id, &second, 1, &work(second.shard_id, true))).await.unwrap_err();
+        assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+        assert_eq!(core.lease(&id).state, v1::lease_reply::State::Wait as i32);
+        second.shard_id
+    });
+    assert_eq!(core.weights_version(), 1);
+    let t = core.totals();
+    assert_eq!((t.merges, t.rejected_pushes, t.server_faults), (1, 0, 0), "{t:?}");
+    drop(svc);
+    drop(core);
+    let svc = resume(&run);
+    assert_eq!(svc.core.weights_version(), 1, "the checkpoint and the journal hold the one merge");
+    let id = svc.core.register("a", 1);
+    assert_eq!(lease(&svc.core, &id).shard_id, late, "the refused push's shard is leased again");
+}
+
 /// Fault 5: claimed counts are checked against the payload and the shard, and bounded.
 #[test]
 fn fault5_claimed_counts_are_checked_and_bounded() {

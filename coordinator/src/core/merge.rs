@@ -63,6 +63,11 @@ impl Core {
         let started = Instant::now();
         let mut w = self.weights.lock().unwrap();
         let lock_wait_ms = started.elapsed().as_secs_f64() * 1e3;
+        if self.stopping() {
+            // Checked under the weights lock, which the stop's checkpoint takes too: a merge
+            // after that checkpoint would be journaled but not in it.
+            return Err(PushError::Stopping);
+        }
         self.totals.lock().unwrap().bytes_in += p.wire_bytes;
         let (seq, staleness, factor) = match self.decide_merge(&w, &mut p)? {
             Decision::Merge { seq, staleness, factor } => (seq, staleness, factor),
