@@ -253,7 +253,8 @@ pub struct CoordinatorSection {
     /// that each record is learnt from about this many times. Offline, a second pass over a
     /// run's records gained +36 Elo (BENCHMARKS.md, "Offline on the η-growing run's records");
     /// a batch twice as large takes about √2 times η to move the weights as two passes do.
-    /// 1 to 8; not measured online yet.
+    /// 1 to 8. Online, 2 (η 4.0) gained +48 Elo head to head over 1 in the one-CPU-hour recipe
+    /// (BENCHMARKS.md, "Each record learnt from twice or four times, online").
     pub batch_pool_draws: u32,
     /// Versions of changed-weight lists kept for delta syncs (older workers get a full copy).
     pub delta_versions: usize,
