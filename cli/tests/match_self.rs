@@ -163,7 +163,7 @@ fn run_match(args: &[&str], out: &std::path::Path) -> serde_json::Value {
 }
 
 /// A stand-in USI engine (a POSIX shell script) that answers every `go` the same way:
-/// `resign`, an illegal move, or never. Deterministic, so the match's bookkeeping can be
+/// `resign`, an illegal move, never, or `resign` after 0.3 s (`slow`). Deterministic, so the match's bookkeeping can be
 /// checked against known results.
 #[cfg(unix)]
 fn fake_engine(dir: &std::path::Path, mode: &str) -> String {
@@ -174,7 +174,8 @@ fn fake_engine(dir: &std::path::Path, mode: &str) -> String {
            case \"$line\" in\n\
              usi) echo \"id name fake-$1\"; echo usiok ;;\n\
              isready) echo readyok ;;\n\
-             go*) case \"$1\" in resign) echo 'bestmove resign' ;; illegal) echo 'bestmove 5e5d' ;; esac ;;\n\
+             go*) case \"$1\" in resign) echo 'bestmove resign' ;; illegal) echo 'bestmove 5e5d' ;;\n\
+               slow) sleep 0.3; echo 'bestmove resign' ;; esac ;;\n\
              quit) exit 0 ;;\n\
            esac\n\
          done\n",
@@ -294,6 +295,41 @@ fn match_counts_illegal_moves_and_time_losses() {
     assert_eq!(v["limit"], "byoyomi 100 ms");
     let csa = std::fs::read_to_string(out.join("game_0002.csa")).unwrap();
     assert!(csa.contains("%TIME_UP\n"), "{csa}");
+}
+
+#[cfg(unix)]
+#[test]
+fn match_reports_each_engines_time_to_answer() {
+    // engine2 takes 0.3 s to resign, three times its 100 ms byoyomi but inside the
+    // 1,000 ms margin: no time loss, yet every answer counts as past the limit. It resigns
+    // at its first turn, so it answers once a game; engine1 moves once, in the game where
+    // it is Black.
+    let tmp = temp_dir("match-think");
+    let slow = fake_engine(tmp.path(), "slow");
+    let v = run_match(
+        &[
+            "--engine1",
+            "self",
+            "--engine2",
+            &slow,
+            "--games",
+            "2",
+            "--byoyomi",
+            "100",
+            "--time-margin",
+            "1000",
+        ],
+        &tmp.path().join("records"),
+    );
+    assert_eq!(v["wins"], 2, "{v}");
+    assert_eq!(v["time_losses"], serde_json::json!({"engine1": 0, "engine2": 0}), "{v}");
+    let (t1, t2) = (&v["think_time"]["engine1"], &v["think_time"]["engine2"]);
+    assert_eq!((t1["answers"].as_u64(), t2["answers"].as_u64()), (Some(1), Some(2)), "{v}");
+    assert_eq!(t2["over_limit"], 2, "{v}");
+    let mean2 = t2["mean_ms"].as_f64().unwrap();
+    assert!((300.0..1100.0).contains(&mean2), "{v}");
+    assert!(t2["max_ms"].as_u64().unwrap() >= 300, "{v}");
+    assert!(t1["max_ms"].as_u64().unwrap() < 1100, "{v}");
 }
 
 #[test]

@@ -46,6 +46,40 @@ pub struct GameSettings {
     pub event: String,
 }
 
+/// How long one engine took to answer `go` (move, resign or win) over some games.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThinkTimes {
+    pub answers: u32,
+    pub total_ms: u64,
+    pub max_ms: u64,
+    /// Answers that took longer than the limit allowed: within the time margin they cost
+    /// nothing, so an engine that takes them plays with more time than its opponent.
+    pub over_limit: u32,
+}
+
+impl ThinkTimes {
+    /// Counts one answer that took `used`, where the limit allowed `allowed` (none under
+    /// a node or depth limit).
+    pub fn add(&mut self, used: Duration, allowed: Option<Duration>) {
+        let ms = used.as_millis() as u64;
+        self.answers += 1;
+        self.total_ms += ms;
+        self.max_ms = self.max_ms.max(ms);
+        self.over_limit += allowed.is_some_and(|a| used > a) as u32;
+    }
+
+    pub fn merge(&mut self, other: &ThinkTimes) {
+        self.answers += other.answers;
+        self.total_ms += other.total_ms;
+        self.max_ms = self.max_ms.max(other.max_ms);
+        self.over_limit += other.over_limit;
+    }
+
+    pub fn mean_ms(&self) -> Option<f64> {
+        (self.answers > 0).then(|| self.total_ms as f64 / self.answers as f64)
+    }
+}
+
 /// A finished game.
 pub struct PlayedGame {
     /// Engine1's result: Some(true) won, Some(false) lost, None drawn.
@@ -57,6 +91,8 @@ pub struct PlayedGame {
     pub fault: Option<(usize, Fault)>,
     /// Each engine's remaining main time at the end, under a clock.
     pub clock_ms: Option<[u64; 2]>,
+    /// Each engine's time to answer `go`.
+    pub think: [ThinkTimes; 2],
     pub record: CsaRecord,
 }
 
@@ -101,6 +137,7 @@ pub fn play_game(
     };
     let mut note = None;
     let mut fault = None;
+    let mut think = [ThinkTimes::default(); 2];
     let end = loop {
         if let Some(outcome) = game.outcome(&rules) {
             break match outcome.reason {
@@ -141,6 +178,9 @@ pub fn play_game(
             return Err(format!("engine{} is not started", who + 1));
         };
         let answer = client.go(&position, &go_cmd, move_timeout);
+        if let Ok((_, used)) = &answer {
+            think[who].add(*used, allowed);
+        }
         if let (Ok((_, used)), Some(allowed)) = (&answer, allowed) {
             if *used > allowed.saturating_add(margin) {
                 note = Some(format!(
@@ -216,5 +256,25 @@ pub fn play_game(
     if let Some(n) = &note {
         record.comments.push(n.clone());
     }
-    Ok(PlayedGame { engine1_won, end, plies: game.moves().len(), note, fault, clock_ms, record })
+    Ok(PlayedGame { engine1_won, end, plies: game.moves().len(), note, fault, clock_ms, think, record })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn think_times_count_answers_past_the_limit() {
+        let ms = Duration::from_millis;
+        let mut a = ThinkTimes::default();
+        assert_eq!(a.mean_ms(), None);
+        a.add(ms(900), Some(ms(1000)));
+        a.add(ms(1000), Some(ms(1000)));
+        a.add(ms(1500), Some(ms(1000)));
+        let mut b = ThinkTimes::default();
+        b.add(ms(40), None);
+        a.merge(&b);
+        assert_eq!(a, ThinkTimes { answers: 4, total_ms: 3440, max_ms: 1500, over_limit: 1 });
+        assert_eq!(a.mean_ms(), Some(860.0));
+    }
 }

@@ -7,7 +7,7 @@ use engine_core::records::csa_write::CsaEnd;
 use indicatif::ProgressBar;
 use keima_worker::usi;
 use keima_worker::usi::client::UsiClient;
-use keima_worker::usi::game::Fault;
+use keima_worker::usi::game::{Fault, ThinkTimes};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -28,6 +28,7 @@ pub(super) struct GameReport {
     pub(super) fault: Option<(usize, Fault)>,
     /// Each engine's remaining main time at the end, under a clock.
     pub(super) clock_ms: Option<[u64; 2]>,
+    pub(super) think: [ThinkTimes; 2],
 }
 
 /// Hands out the next game number, or `None` when there is none left. Once `stop` is set
@@ -78,6 +79,9 @@ pub(super) fn worker(
         let report = play_game(ctx, g, &mut engines)?;
         let message = {
             let mut t = tally.lock().unwrap_or_else(PoisonError::into_inner);
+            for (total, game) in t.think.iter_mut().zip(&report.think) {
+                total.merge(game);
+            }
             if t.add(report.game, report.engine1_won, report.fault, ctx.args.sprt.as_ref()) {
                 ctx.stop.store(true, Ordering::SeqCst);
             }
@@ -110,6 +114,7 @@ fn play_game(ctx: &Ctx, g: usize, engines: &mut [Option<UsiClient>; 2]) -> Resul
         note: played.note,
         fault: played.fault,
         clock_ms: played.clock_ms,
+        think: played.think,
     })
 }
 

@@ -4,6 +4,7 @@ use super::MatchArgs;
 use super::game::GameReport;
 use super::tally::{Tally, sprt_result};
 use engine_core::play::match_stats::format_elo;
+use keima_worker::usi::game::ThinkTimes;
 use keima_worker::usi::limit::Limit;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -14,6 +15,26 @@ fn elo_json(v: f64) -> serde_json::Value {
 
 fn per_engine_json(counts: [u32; 2]) -> serde_json::Value {
     json!({ "engine1": counts[0], "engine2": counts[1] })
+}
+
+fn think_json(t: &ThinkTimes) -> serde_json::Value {
+    json!({
+        "answers": t.answers,
+        "mean_ms": t.mean_ms().map(|m| m.round()),
+        "max_ms": t.max_ms,
+        "over_limit": t.over_limit,
+    })
+}
+
+/// "mean 874 ms, max 905 ms, 3 of 2,314 answers past the limit" (the last part only
+/// under a time limit).
+fn think_line(t: &ThinkTimes, timed: bool) -> String {
+    let Some(mean) = t.mean_ms() else { return "no answers".to_string() };
+    let mut line = format!("mean {mean:.0} ms, max {} ms", t.max_ms);
+    if timed {
+        let _ = write!(line, ", {} of {} answers past the limit", t.over_limit, t.answers);
+    }
+    line
 }
 
 pub(super) fn summary_json(
@@ -77,6 +98,7 @@ pub(super) fn summary_json(
         "time_losses": per_engine_json(tally.time_losses),
         "illegal_moves": per_engine_json(tally.illegal_moves),
         "crashes": per_engine_json(tally.crashes),
+        "think_time": { "engine1": think_json(&tally.think[0]), "engine2": think_json(&tally.think[1]) },
         "out": args.out.display().to_string(),
         "results": games,
     })
@@ -135,6 +157,9 @@ pub(super) fn print_table(args: &MatchArgs, limit: Limit, tally: &Tally, names: 
         println!("{line}");
     }
     println!("time losses: engine1 {}, engine2 {}", tally.time_losses[0], tally.time_losses[1]);
+    let timed = !matches!(limit, Limit::Nodes { .. });
+    println!("time to answer go: engine1 {}", think_line(&tally.think[0], timed));
+    println!("                   engine2 {}", think_line(&tally.think[1], timed));
     println!("illegal moves: engine1 {}, engine2 {}", tally.illegal_moves[0], tally.illegal_moves[1]);
     if tally.crashes != [0, 0] {
         println!("crashes: engine1 {}, engine2 {}", tally.crashes[0], tally.crashes[1]);

@@ -3,7 +3,7 @@
 
 use engine_core::play::MatchStats;
 use engine_core::play::sprt::{Pentanomial, Sprt, SprtStatus};
-use keima_worker::usi::game::Fault;
+use keima_worker::usi::game::{Fault, ThinkTimes};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -26,6 +26,8 @@ pub(super) struct Tally {
     pub(super) time_losses: [u32; 2],
     pub(super) illegal_moves: [u32; 2],
     pub(super) crashes: [u32; 2],
+    /// Each engine's time to answer `go`, over all games.
+    pub(super) think: [ThinkTimes; 2],
     pub(super) decision: Option<Decision>,
 }
 
