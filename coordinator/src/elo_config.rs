@@ -141,6 +141,26 @@ impl EloSection {
         Ok(())
     }
 
+    /// The warning a run starts with when `every` is not a multiple of the checkpoint
+    /// interval: only versions that are multiples of both are checkpointed and matched, so
+    /// a run would get fewer Elo points than `every` suggests (and no error says so).
+    pub fn sparse_points_warning(&self, checkpoint_every: u64) -> Option<String> {
+        if checkpoint_every == 0 || self.every.is_multiple_of(checkpoint_every) {
+            return None;
+        }
+        let (mut a, mut b) = (self.every, checkpoint_every);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        let matched = self.every / a * checkpoint_every;
+        Some(format!(
+            "[elo] every = {} is not a multiple of [coordinator] checkpoint_every = {checkpoint_every}: only \
+             checkpoints are matched, so Elo points come every {matched} merges (and at the final \
+             checkpoint); set every to a multiple of {checkpoint_every} to match every {} merges",
+            self.every, self.every
+        ))
+    }
+
     /// Whether checkpoint `version` is matched.
     pub fn due(&self, version: u64) -> bool {
         version > 0 && version.is_multiple_of(self.every)
@@ -169,6 +189,22 @@ mod tests {
 
     fn parse(elo: &str) -> Result<TrainConfig, ConfigError> {
         TrainConfig::from_toml(&format!("{BASE}[elo]\nopenings = \"o.sfen\"\n{elo}"))
+    }
+
+    #[test]
+    fn an_every_off_the_checkpoint_grid_is_warned_about() {
+        let every = |n: u64| {
+            let mut e = parse("").unwrap().elo.unwrap();
+            e.every = n;
+            e
+        };
+        assert_eq!(every(200).sparse_points_warning(100), None);
+        assert_eq!(every(2).sparse_points_warning(1), None);
+        assert_eq!(every(250).sparse_points_warning(0), None);
+        let w = every(250).sparse_points_warning(100).expect("250 is off a grid of 100");
+        assert!(w.contains("come every 500 merges"), "{w}");
+        let w = every(30).sparse_points_warning(20).expect("30 is off a grid of 20");
+        assert!(w.contains("come every 60 merges"), "{w}");
     }
 
     #[test]

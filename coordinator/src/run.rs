@@ -150,6 +150,10 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
             Some(tokio::spawn(crate::metrics::serve(l, core.clone())))
         };
         tracing::info!(run = %core.run_id(), "coordinator listening on {url}");
+        if let Some(w) = core.config().elo.as_ref().and_then(|e| e.sparse_points_warning(c.checkpoint_every))
+        {
+            tracing::warn!("{w}");
+        }
         let mut children = Vec::new();
         let usi_engine_args =
             crate::usi_engines_config::worker_args(&core.config().local_workers.usi_engines);
