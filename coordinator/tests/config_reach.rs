@@ -491,7 +491,7 @@ fn shipped_train_recipes_are_valid() {
     let recipes = [
         ("quickstart.toml", vec![SearchLimit::Nodes(1500)]),
         ("strength-1h.toml", vec![SearchLimit::Depth(4)]),
-        ("curve-3h.toml", vec![SearchLimit::Depth(6), SearchLimit::Depth(7)]),
+        ("curve-3h.toml", vec![SearchLimit::Depth(4), SearchLimit::Depth(5)]),
         ("cluster-1000h.toml", vec![SearchLimit::Depth(6), SearchLimit::Depth(8), SearchLimit::Depth(10)]),
     ];
     for (name, limits) in recipes {
@@ -510,6 +510,10 @@ fn shipped_train_recipes_are_valid() {
             (play.random_moves, play.random_min_ply, play.random_max_ply) = (8, 1, 24);
             let err = load_sources(&void).err().unwrap_or_else(|| panic!("{name}: plies 1..=24 accepted"));
             assert!(err.contains("[selfplay] random_max_ply"), "{name}: {err}");
+        }
+        // Every `[elo] every` merges gets its point (none is skipped for lack of a checkpoint).
+        if let Some(e) = &cfg.elo {
+            assert_eq!(e.sparse_points_warning(cfg.coordinator.checkpoint_every), None, "{name}");
         }
         let selfplay = cfg.selfplay.as_ref().unwrap_or_else(|| panic!("{name}: no [selfplay]"));
         assert_eq!(selfplay.search.limit, limits[0], "{name}");
