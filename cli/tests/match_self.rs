@@ -163,8 +163,8 @@ fn run_match(args: &[&str], out: &std::path::Path) -> serde_json::Value {
 }
 
 /// A stand-in USI engine (a POSIX shell script) that answers every `go` the same way:
-/// `resign`, an illegal move, never, or `resign` after 0.3 s (`slow`). Deterministic, so the match's bookkeeping can be
-/// checked against known results.
+/// `resign`, an illegal move, never, or `resign` after 0.3 s (`slow`). Deterministic, so
+/// the match's bookkeeping can be checked against known results.
 #[cfg(unix)]
 fn fake_engine(dir: &std::path::Path, mode: &str) -> String {
     let script = dir.join("fake_engine.sh");

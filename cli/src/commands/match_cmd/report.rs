@@ -26,7 +26,7 @@ fn think_json(t: &ThinkTimes) -> serde_json::Value {
     })
 }
 
-/// "mean 874 ms, max 905 ms, 3 of 2,314 answers past the limit" (the last part only
+/// "mean 874 ms, max 905 ms, 3 of 2314 answers past the limit" (the last part only
 /// under a time limit).
 fn think_line(t: &ThinkTimes, timed: bool) -> String {
     let Some(mean) = t.mean_ms() else { return "no answers".to_string() };
