@@ -79,9 +79,7 @@ pub(super) fn worker(
         let report = play_game(ctx, g, &mut engines)?;
         let message = {
             let mut t = tally.lock().unwrap_or_else(PoisonError::into_inner);
-            for (total, game) in t.think.iter_mut().zip(&report.think) {
-                total.merge(game);
-            }
+            t.add_think_times(&report.think);
             if t.add(report.game, report.engine1_won, report.fault, ctx.args.sprt.as_ref()) {
                 ctx.stop.store(true, Ordering::SeqCst);
             }

@@ -69,6 +69,13 @@ impl Tally {
         }
     }
 
+    /// Adds one game's time to answer `go`, per engine.
+    pub(super) fn add_think_times(&mut self, game: &[ThinkTimes; 2]) {
+        for (total, g) in self.think.iter_mut().zip(game) {
+            total.merge(g);
+        }
+    }
+
     pub(super) fn progress(&self, sprt: Option<&Sprt>) -> String {
         let s = &self.stats;
         let mut m = format!("W-D-L {}-{}-{}", s.wins, s.draws, s.losses);
