@@ -31,6 +31,13 @@ pub struct TrainConfig {
     /// Lease one shard at a time, in id order, each computed on the newest weights: the
     /// result equals `keima learn` over the same records (batch = shard, no shuffle).
     pub deterministic: bool,
+    /// Stop training when the run's CPU time reaches this many hours: the CPU of its
+    /// training shards (the workers' weight syncs included), of the coordinator and of its
+    /// match shards. No new training shard is leased after that; those in flight are merged,
+    /// then the run ends as when its shards are done. None: when its shards are done. (A
+    /// deterministic run stopped so is still `keima learn` over the shards it merged, but
+    /// where it stops depends on the machine's speed.)
+    pub cpu_hours: Option<f64>,
     /// `[loss]`, `[adagrad]`, `[init]`, `[validation]`, `check_disk_space`.
     #[serde(flatten)]
     pub learn: LearnSettings,
@@ -53,6 +60,7 @@ impl Default for TrainConfig {
             run_dir: PathBuf::from("runs/train"),
             seed: 1,
             deterministic: false,
+            cpu_hours: None,
             learn: LearnSettings::default(),
             selfplay: None,
             teacher: None,
@@ -333,6 +341,11 @@ impl TrainConfig {
     }
 
     pub fn check(&self) -> Result<(), ConfigError> {
+        if let Some(h) = self.cpu_hours
+            && !(h.is_finite() && h > 0.0)
+        {
+            return Err(ConfigError::invalid("cpu_hours", format!("{h}: give a positive number of hours")));
+        }
         if self.selfplay.is_none() && self.teacher.is_none() && self.records.is_none() {
             return Err(ConfigError::invalid("work", "none: add a [selfplay], [teacher] or [records] table"));
         }

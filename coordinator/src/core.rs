@@ -319,8 +319,47 @@ impl Core {
         self.workers.lock().unwrap().values().filter(|w| w.last_seen_ms >= limit).count() as u64
     }
 
+    /// Whether the run's CPU time (its training shards, the coordinator, its match shards)
+    /// has reached the budget `cpu_hours`. The first time it has, training stops: no new
+    /// training shard is leased, those leased are still merged, and the run ends as when
+    /// its shards are done (final checkpoint, its matches, the export).
+    pub fn stop_training_if_budget_spent(&self) -> bool {
+        let Some(hours) = self.cfg.cpu_hours else { return false };
+        if self.queue.lock().unwrap().training_stopped {
+            return true;
+        }
+        let t = self.totals();
+        let spent = t.training_cpu_seconds() + t.match_cpu_seconds;
+        if spent < hours * 3600.0 {
+            return false;
+        }
+        let mut q = self.queue.lock().unwrap();
+        if !q.training_stopped {
+            q.stop_training();
+            let pending =
+                q.shards.iter().filter(|s| !s.spec.is_match() && s.state == ShardState::Pending).count();
+            tracing::info!(
+                "CPU budget reached: {:.3} of cpu_hours = {hours} spent; {pending} training shards not started \
+                 stay pending; finishing the shards in flight",
+                spent / 3600.0
+            );
+        }
+        true
+    }
+
+    /// Overrides the CPU budget (`keima train --resume --cpu-hours`): a larger one lets a
+    /// stopped run train on.
+    pub fn set_cpu_hours(&mut self, hours: Option<f64>) -> Result<(), String> {
+        let mut cfg = self.cfg.clone();
+        cfg.cpu_hours = hours;
+        cfg.check().map_err(|e| e.to_string())?;
+        self.cfg = cfg;
+        Ok(())
+    }
+
     /// A lease for `worker_id`, as the wire message.
     pub fn lease(&self, worker_id: &str) -> v1::LeaseReply {
+        self.stop_training_if_budget_spent();
         if self.stopping() || self.generation_checkpoint_pending.load(Ordering::SeqCst) {
             return v1::LeaseReply {
                 state: v1::lease_reply::State::Wait as i32,
@@ -486,10 +525,7 @@ impl Core {
     /// generation's end step is done; match shards may still be open.
     pub fn training_done(&self) -> bool {
         let q = self.queue.lock().unwrap();
-        (q.closed
-            || !q.shards.iter().any(|s| {
-                !s.spec.is_match() && matches!(s.state, ShardState::Pending | ShardState::Leased { .. })
-            }))
+        (q.closed || !q.shards.iter().any(|s| !s.spec.is_match() && q.outstanding(s)))
             && !q.generation_due()
             && !self.generation_checkpoint_pending.load(Ordering::SeqCst)
     }

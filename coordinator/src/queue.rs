@@ -122,6 +122,12 @@ pub struct Queue {
     /// The last lease was a match shard's (the alternation above).
     #[serde(default)]
     pub last_lease_was_match: bool,
+    /// The run's CPU budget is spent: training shards not yet leased stay pending and are
+    /// leased no more; leased ones may still be merged, match shards are still played. Not
+    /// saved: the coordinator sets it from its totals and the budget (`cpu_hours`), which a
+    /// resume may raise.
+    #[serde(skip)]
+    pub training_stopped: bool,
 }
 
 impl Queue {
@@ -147,6 +153,7 @@ impl Queue {
             open_generation: 0,
             closed: false,
             last_lease_was_match: false,
+            training_stopped: false,
         }
     }
 
@@ -173,8 +180,18 @@ impl Queue {
         matches!(s.state, ShardState::Pending | ShardState::Leased { .. })
     }
 
+    /// Open and still to be run: a pending training shard is not, once training stopped.
+    pub fn outstanding(&self, s: &Shard) -> bool {
+        Self::open(s) && !(self.training_stopped && !s.spec.is_match() && s.state == ShardState::Pending)
+    }
+
     pub fn finished(&self) -> bool {
-        self.closed || !self.shards.iter().any(Self::open)
+        self.closed || !self.shards.iter().any(|s| self.outstanding(s))
+    }
+
+    /// No more training shards are leased (the CPU budget is spent).
+    pub fn stop_training(&mut self) {
+        self.training_stopped = true;
     }
 
     /// Generations in the queue (the last training shard's plus one).
@@ -187,6 +204,7 @@ impl Queue {
     pub fn generation_due(&self) -> bool {
         let g = self.open_generation;
         !self.closed
+            && !self.training_stopped
             && g < self.generations()
             && self.shards.iter().filter(|s| s.generation == g && !s.spec.is_match()).all(|s| !Self::open(s))
     }
@@ -213,7 +231,7 @@ impl Queue {
             // Only the first open shard, and only when nobody holds it and this worker can run it.
             self.shards
                 .iter()
-                .position(Self::open)
+                .position(|s| self.outstanding(s))
                 .filter(|&i| self.shards[i].state == ShardState::Pending && runnable(&self.shards[i]))
         } else {
             let pending = |is_match: bool| {
@@ -221,7 +239,8 @@ impl Queue {
                     s.state == ShardState::Pending && s.spec.is_match() == is_match && runnable(s)
                 })
             };
-            let training = pending(false).filter(|&i| self.shards[i].generation <= self.open_generation);
+            let training = pending(false)
+                .filter(|&i| !self.training_stopped && self.shards[i].generation <= self.open_generation);
             match (training, pending(true)) {
                 (Some(t), Some(m)) => Some(if self.last_lease_was_match { t } else { m }),
                 (t, m) => t.or(m),

@@ -23,6 +23,8 @@ pub struct RunOptions {
 pub struct RunSummary {
     pub status: StatusReply,
     pub interrupted: bool,
+    /// Training ended at the CPU budget (`cpu_hours`), not because its shards were done.
+    pub budget_reached: bool,
     pub export_dir: Option<PathBuf>,
     pub clamped: u64,
     pub checkpoint: PathBuf,
@@ -171,6 +173,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
                 _ = tokio::signal::ctrl_c() => { interrupted = true; }
                 _ = sigterm.recv() => { interrupted = true; }
             }
+            core.stop_training_if_budget_spent();
             (opts.progress)(&status_of(&core));
             if !interrupted && core.generation_end_waiting() {
                 // Normally done by the merge that completes a generation; this retries one
@@ -230,6 +233,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         Ok(RunSummary {
             status,
             interrupted,
+            budget_reached: !interrupted && core.stop_training_if_budget_spent(),
             clamped: export.as_ref().map_or(0, |e| e.1),
             export_dir: export.map(|e| e.0),
             checkpoint,

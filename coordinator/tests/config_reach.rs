@@ -250,6 +250,7 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
             }
         }),
         k("", "deterministic", "true", |r| v(r.cfg.deterministic)),
+        k("", "cpu_hours", "2.5", |r| opt(&r.cfg.cpu_hours)),
         k("", "check_disk_space", "false", |r| v(r.cfg.learn.check_disk_space)),
         k("loss", "lambda", "0.25", |r| v(base_loss(r).lambda)),
         k("loss", "eval_limit", "2222", |r| v(base_loss(r).eval_limit)),
@@ -487,16 +488,22 @@ fn an_unknown_key_is_refused_by_name_in_every_table() {
 #[test]
 fn shipped_train_recipes_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
-    // Each recipe's teacher limit per generation (one entry without a schedule).
+    // Each recipe's teacher limit per generation (one entry without a schedule), and the
+    // CPU-hours it stops at (the recipes named for their hours stop there by themselves).
     let recipes = [
-        ("quickstart.toml", vec![SearchLimit::Nodes(1500)]),
-        ("strength-1h.toml", vec![SearchLimit::Depth(4)]),
-        ("curve-3h.toml", vec![SearchLimit::Depth(4), SearchLimit::Depth(5)]),
-        ("cluster-1000h.toml", vec![SearchLimit::Depth(6), SearchLimit::Depth(8), SearchLimit::Depth(10)]),
+        ("quickstart.toml", vec![SearchLimit::Nodes(1500)], None),
+        ("strength-1h.toml", vec![SearchLimit::Depth(4)], Some(1.0)),
+        ("curve-3h.toml", vec![SearchLimit::Depth(4), SearchLimit::Depth(5)], Some(3.0)),
+        (
+            "cluster-1000h.toml",
+            vec![SearchLimit::Depth(6), SearchLimit::Depth(8), SearchLimit::Depth(10)],
+            None,
+        ),
     ];
-    for (name, limits) in recipes {
+    for (name, limits, cpu_hours) in recipes {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
         let mut cfg = TrainConfig::from_toml(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(cfg.cpu_hours, cpu_hours, "{name}");
         // The openings are read (paths are relative to the project root) and the random
         // moves checked against them: the plies 1..=24 these recipes once asked for lay
         // inside their 24-move openings and were never played.

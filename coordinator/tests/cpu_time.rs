@@ -98,3 +98,55 @@ fn cpu_time_counts_merged_and_stale_pushes_once_and_survives_a_resume() {
     let hours = last_metrics_line(&run)["cpu_hours"].as_f64().unwrap();
     assert!(hours * 3600.0 >= 8.25 + saved_coordinator, "{hours} h");
 }
+
+/// A budget of `cpu_hours`: training stops once the run's CPU reaches it. A shard leased
+/// before is still merged; the shards not started stay pending and the run is finished;
+/// a resume with a larger budget trains on.
+#[test]
+fn a_cpu_budget_stops_new_training_shards_and_merges_those_in_flight() {
+    let rt = rt();
+    let tmp = tmp("cpu-budget");
+    let run = tmp.path().join("run");
+    let mut cfg = config(&run);
+    cfg.coordinator.max_staleness = 4;
+    cfg.coordinator.stale_policy = keima_coordinator::config::StalePolicy::Downweight;
+    // 100 s: the coordinator's own CPU in this test is far less.
+    cfg.cpu_hours = Some(100.0 / 3600.0);
+    let svc = Service { core: Arc::new(Core::create(cfg).unwrap()) };
+    let core = svc.core.clone();
+    let (a, b) = (core.register("a", 1), core.register("b", 1));
+    rt.block_on(async {
+        let l0 = lease(&core, &a);
+        let l1 = lease(&core, &b);
+        let r = push(&svc, chunks(&core, &a, &l0, 0, &work(60.0))).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Merged as i32);
+        assert!(!core.stop_training_if_budget_spent(), "60 s of 100");
+        // 60 + 50 s: the budget is spent, but shard 1 was leased before and is merged.
+        let r = push(&svc, chunks(&core, &b, &l1, 0, &work(50.0))).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Merged as i32);
+    });
+    assert!(core.stop_training_if_budget_spent());
+    let reply = core.lease(&a);
+    assert_ne!(reply.state, v1::lease_reply::State::Leased as i32, "no training shard after the budget");
+    assert!(core.training_done(), "two shards pending, but training stopped");
+    assert_eq!(core.shard_counts().pending, 2);
+    assert!(!core.end_of_training_checkpoint_due(), "without [elo] nothing is left to match");
+    assert!(core.finished());
+    assert_eq!(core.lease(&a).state, v1::lease_reply::State::Finished as i32);
+    core.checkpoint().unwrap();
+    drop(svc);
+    drop(core);
+
+    // Resumed under the same budget, it is still spent.
+    let (resumed, _) = Core::resume(&run, None).unwrap();
+    assert!(resumed.stop_training_if_budget_spent() && resumed.finished());
+    drop(resumed);
+    // A larger budget trains on; a bad one is refused naming the key.
+    let (mut resumed, _) = Core::resume(&run, None).unwrap();
+    let e = resumed.set_cpu_hours(Some(f64::NAN)).unwrap_err();
+    assert!(e.contains("cpu_hours"), "{e}");
+    resumed.set_cpu_hours(Some(1.0)).unwrap();
+    assert!(!resumed.stop_training_if_budget_spent() && !resumed.finished());
+    let c = resumed.register("c", 1);
+    assert_eq!(lease(&resumed, &c).shard_id, 2, "the next training shard");
+}

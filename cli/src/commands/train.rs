@@ -37,6 +37,10 @@ pub struct TrainArgs {
     /// Override [local_workers] threads.
     #[arg(long)]
     worker_threads: Option<u32>,
+    /// Override the CPU budget `cpu_hours` (new runs and --resume; a larger budget lets a
+    /// run that stopped at its budget train on).
+    #[arg(long)]
+    cpu_hours: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -59,6 +63,9 @@ pub fn run_cmd(a: TrainArgs) -> CommandResult {
         if let Some(m) = &a.metrics_listen {
             core.set_metrics_listen(m.clone());
         }
+        if let Some(h) = a.cpu_hours {
+            core.set_cpu_hours(Some(h)).map_err(|e| format!("--cpu-hours: {e}"))?;
+        }
         core
     } else {
         let mut cfg = load_config(a.config.as_deref().unwrap_or("quickstart"))?;
@@ -71,15 +78,21 @@ pub fn run_cmd(a: TrainArgs) -> CommandResult {
         if let Some(m) = &a.metrics_listen {
             cfg.coordinator.metrics_listen = m.clone();
         }
+        if let Some(h) = a.cpu_hours {
+            cfg.cpu_hours = Some(h);
+        }
         Core::create(cfg)?
     };
     let local_workers = a.local_workers.unwrap_or(core.config().local_workers.count);
     let worker_threads = a.worker_threads.unwrap_or(core.config().local_workers.threads).max(1);
     let total = core.shard_counts().total;
     eprintln!(
-        "run {}: {} shards, {} local workers x {} threads, run directory {}",
+        "run {}: {} shards{}, {} local workers x {} threads, run directory {}",
         core.run_id(),
         total,
+        core.config()
+            .cpu_hours
+            .map_or_else(String::new, |h| format!(" or {h} CPU-hours, whichever ends first")),
         local_workers,
         worker_threads,
         core.run_dir().display()
@@ -111,8 +124,14 @@ pub fn run_cmd(a: TrainArgs) -> CommandResult {
     let s = &summary.status;
     println!(
         "{} {}/{} shards merged ({} failed), {} positions, version {}, train loss {:.4}, {:.1}s \
-         ({:.0} positions/s); {} duplicate, {} stale, {} rejected pushes; checkpoint {}{}",
-        if summary.interrupted { "interrupted:" } else { "done:" },
+         ({:.0} positions/s), {:.3} CPU-hours of training; {} duplicate, {} stale, {} rejected pushes; checkpoint {}{}",
+        if summary.interrupted {
+            "interrupted:"
+        } else if summary.budget_reached {
+            "done (CPU budget reached):"
+        } else {
+            "done:"
+        },
         s.shards_done,
         s.shards_total,
         s.shards_failed,
@@ -121,6 +140,7 @@ pub fn run_cmd(a: TrainArgs) -> CommandResult {
         s.train_loss,
         summary.seconds,
         s.positions_merged as f64 / summary.seconds.max(1e-9),
+        s.cpu_seconds / 3600.0,
         s.duplicate_pushes,
         s.stale_pushes,
         s.rejected_pushes,

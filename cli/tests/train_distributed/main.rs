@@ -18,6 +18,7 @@
 //! One test binary: the shared process helpers are here, the tests by concern in the
 //! modules.
 
+mod budget;
 mod elo;
 mod faults;
 mod generations;

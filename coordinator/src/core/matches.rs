@@ -28,11 +28,14 @@ impl Core {
 
     /// Before checkpoint `w.version()` is written: if `[elo]` makes it due and its matches
     /// are not queued yet, exports its weights and queues its match shards (the checkpoint
-    /// then holds them).
+    /// then holds them). The checkpoint at the end of training is always due: it is the
+    /// run's result, on `every`'s grid or not (a run stopped by its CPU budget ends
+    /// anywhere).
     pub(super) fn queue_matches_if_due(&self, w: &WeightState) -> Result<(), CheckpointError> {
         let Some(cfg) = &self.cfg.elo else { return Ok(()) };
         let version = w.version();
-        if !cfg.due(version) || self.elo.lock().unwrap().knows(version) {
+        let due = cfg.due(version) || (version > 0 && self.training_done());
+        if !due || self.elo.lock().unwrap().knows(version) {
             return Ok(());
         }
         let dir = self.export_for_matches(w, version)?;
