@@ -347,6 +347,13 @@ impl Core {
         true
     }
 
+    /// Training was stopped by the CPU budget with training shards left unplayed (not
+    /// merely reached during the final matches of a run whose shards were all done).
+    pub fn stopped_at_budget(&self) -> bool {
+        let q = self.queue.lock().unwrap();
+        q.training_stopped && q.shards.iter().any(|s| !s.spec.is_match() && s.state == ShardState::Pending)
+    }
+
     /// Overrides the CPU budget (`keima train --resume --cpu-hours`): a larger one lets a
     /// stopped run train on.
     pub fn set_cpu_hours(&mut self, hours: Option<f64>) -> Result<(), String> {

@@ -1,8 +1,9 @@
 //! `[elo]`: Elo tracked by the cluster. For every checkpoint whose version is a multiple of
-//! `every`, the coordinator exports the weights and queues match shards of
-//! `games_per_shard` games (game pairs: each opening twice, colours swapped) against the
-//! baseline, `games` in all, at `nodes` per move; openings are drawn from `openings` with
-//! `seed` and the checkpoint's version. Without the table nothing of this happens.
+//! `every`, and for the checkpoint at the end of training, the coordinator exports the
+//! weights and queues match shards of `games_per_shard` games (game pairs: each opening
+//! twice, colours swapped) against the baseline, `games` in all, at `nodes` per move;
+//! openings are drawn from `openings` with `seed` and the checkpoint's version. Without the
+//! table nothing of this happens.
 //!
 //! `baseline = { usi = "NAME" }` plays an external USI engine that workers declare under
 //! NAME (`keima worker --usi-engine NAME=COMMAND`, or `[local_workers.usi_engines.NAME]`):
@@ -37,8 +38,8 @@ impl Baseline {
 #[serde(deny_unknown_fields, default)]
 pub struct EloSection {
     /// Match checkpoints whose version is a multiple of this (only versions a checkpoint is
-    /// written at: make it a multiple of `[coordinator] checkpoint_every`; the final
-    /// checkpoint counts too).
+    /// written at: make it a multiple of `[coordinator] checkpoint_every`). The checkpoint at
+    /// the end of training is matched wherever it falls.
     pub every: u64,
     pub baseline: Baseline,
     /// Games per matched checkpoint (even).

@@ -233,7 +233,7 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         Ok(RunSummary {
             status,
             interrupted,
-            budget_reached: !interrupted && core.stop_training_if_budget_spent(),
+            budget_reached: !interrupted && core.stopped_at_budget(),
             clamped: export.as_ref().map_or(0, |e| e.1),
             export_dir: export.map(|e| e.0),
             checkpoint,

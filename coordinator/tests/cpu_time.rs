@@ -125,7 +125,7 @@ fn a_cpu_budget_stops_new_training_shards_and_merges_those_in_flight() {
         let r = push(&svc, chunks(&core, &b, &l1, 0, &work(50.0))).await.unwrap();
         assert_eq!(r.outcome, Outcome::Merged as i32);
     });
-    assert!(core.stop_training_if_budget_spent());
+    assert!(core.stop_training_if_budget_spent() && core.stopped_at_budget());
     let reply = core.lease(&a);
     assert_ne!(reply.state, v1::lease_reply::State::Leased as i32, "no training shard after the budget");
     assert!(core.training_done(), "two shards pending, but training stopped");
@@ -146,7 +146,30 @@ fn a_cpu_budget_stops_new_training_shards_and_merges_those_in_flight() {
     let e = resumed.set_cpu_hours(Some(f64::NAN)).unwrap_err();
     assert!(e.contains("cpu_hours"), "{e}");
     resumed.set_cpu_hours(Some(1.0)).unwrap();
-    assert!(!resumed.stop_training_if_budget_spent() && !resumed.finished());
+    assert!(!resumed.stop_training_if_budget_spent() && !resumed.stopped_at_budget() && !resumed.finished());
     let c = resumed.register("c", 1);
     assert_eq!(lease(&resumed, &c).shard_id, 2, "the next training shard");
+}
+
+/// A run whose shards are all done before its budget is spent did not stop at the budget,
+/// even when its CPU passes the budget afterwards (say, in its final matches).
+#[test]
+fn a_budget_passed_after_the_last_shard_is_not_a_budget_stop() {
+    let rt = rt();
+    let tmp = tmp("cpu-budget-after");
+    let run = tmp.path().join("run");
+    let mut cfg = config(&run);
+    cfg.selfplay.as_mut().unwrap().shards = 1;
+    cfg.cpu_hours = Some(100.0 / 3600.0);
+    let svc = Service { core: Arc::new(Core::create(cfg).unwrap()) };
+    let core = svc.core.clone();
+    let a = core.register("a", 1);
+    rt.block_on(async {
+        let l0 = lease(&core, &a);
+        let r = push(&svc, chunks(&core, &a, &l0, 0, &work(200.0))).await.unwrap();
+        assert_eq!(r.outcome, Outcome::Merged as i32);
+    });
+    assert!(core.stop_training_if_budget_spent(), "200 s of 100");
+    assert!(!core.stopped_at_budget(), "no training shard was left unplayed");
+    assert!(core.training_done() && core.finished());
 }
