@@ -92,7 +92,7 @@ pub fn run_cmd(a: TrainArgs) -> CommandResult {
         total,
         core.config()
             .cpu_hours
-            .map_or_else(String::new, |h| format!(" or {h} CPU-hours, whichever ends first")),
+            .map_or_else(String::new, |h| format!(" or a CPU budget of {h} h, whichever ends first")),
         local_workers,
         worker_threads,
         core.run_dir().display()
