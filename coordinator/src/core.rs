@@ -18,7 +18,7 @@ use crate::elo::EloState;
 use crate::error::PushError;
 use crate::fault::Faults;
 use crate::generations::{self, GenerationState};
-use crate::queue::{LeaseDecision, LeaseProblem, Queue, QueueCounts, ShardSpec, ShardState};
+use crate::queue::{LeaseDecision, LeaseProblem, Queue, QueueCounts, ShardSpec};
 use crate::weights_state::WeightState;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::files::METRICS_FILE;
@@ -336,8 +336,7 @@ impl Core {
         let mut q = self.queue.lock().unwrap();
         if !q.training_stopped {
             q.stop_training();
-            let pending =
-                q.shards.iter().filter(|s| !s.spec.is_match() && s.state == ShardState::Pending).count();
+            let pending = q.unstarted_training_shards();
             tracing::info!(
                 "CPU budget reached: {:.3} of cpu_hours = {hours} spent; {pending} training shards not started \
                  stay pending; finishing the shards in flight",
@@ -351,7 +350,7 @@ impl Core {
     /// merely reached during the final matches of a run whose shards were all done).
     pub fn stopped_at_budget(&self) -> bool {
         let q = self.queue.lock().unwrap();
-        q.training_stopped && q.shards.iter().any(|s| !s.spec.is_match() && s.state == ShardState::Pending)
+        q.training_stopped && q.unstarted_training_shards() > 0
     }
 
     /// Overrides the CPU budget (`keima train --resume --cpu-hours`): a larger one lets a

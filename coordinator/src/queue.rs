@@ -180,9 +180,18 @@ impl Queue {
         matches!(s.state, ShardState::Pending | ShardState::Leased { .. })
     }
 
+    fn unstarted_training(s: &Shard) -> bool {
+        !s.spec.is_match() && s.state == ShardState::Pending
+    }
+
+    /// Training shards not leased yet (after a stop at the CPU budget: never to be).
+    pub fn unstarted_training_shards(&self) -> usize {
+        self.shards.iter().filter(|s| Self::unstarted_training(s)).count()
+    }
+
     /// Open and still to be run: a pending training shard is not, once training stopped.
     pub fn outstanding(&self, s: &Shard) -> bool {
-        Self::open(s) && !(self.training_stopped && !s.spec.is_match() && s.state == ShardState::Pending)
+        Self::open(s) && !(self.training_stopped && Self::unstarted_training(s))
     }
 
     pub fn finished(&self) -> bool {
