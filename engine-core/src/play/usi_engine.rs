@@ -96,6 +96,8 @@ pub struct UsiEngine<W: Write + Send + 'static> {
     network_delay_ms: u64,
     /// `Contempt`: see `SearchOptions::contempt`.
     contempt: i32,
+    /// `CorrectionHistory`: see `SearchOptions::correction_history`.
+    correction_history: bool,
     loaded: Option<(String, String)>,
     evaluator: Option<Arc<Evaluator>>,
     tt: Option<(usize, Arc<TranspositionTable>)>,
@@ -121,6 +123,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             patterns: String::new(),
             network_delay_ms: DEFAULT_NETWORK_DELAY_MS,
             contempt: 0,
+            correction_history: true,
             loaded: None,
             evaluator: None,
             tt: None,
@@ -180,6 +183,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 self.say(&format!(
                     "option name Contempt type spin default 0 min -{MAX_CONTEMPT} max {MAX_CONTEMPT}"
                 ));
+                self.say("option name CorrectionHistory type check default true");
                 for line in consult::USI_OPTIONS {
                     self.say(line);
                 }
@@ -267,6 +271,15 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 _ => Err(format!(
                     "option Contempt: expected a whole number from -{MAX_CONTEMPT} to {MAX_CONTEMPT}, got {value:?}"
                 )),
+            },
+            // With a material-only eval the corrections (up to about a pawn) outweigh a small
+            // `Contempt`, and the search takes repetitions again (BENCHMARKS.md).
+            "correctionhistory" => match value {
+                "true" | "false" => {
+                    self.correction_history = value == "true";
+                    Ok(())
+                }
+                _ => Err(format!("option CorrectionHistory: expected true or false, got {value:?}")),
             },
             "usi_ponder" => Ok(()),
             _ => Err(format!("unknown option {name:?}")),
@@ -356,6 +369,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         }
         let mut searcher = self.searcher.take().expect("searcher ready");
         searcher.options.contempt = self.contempt;
+        searcher.options.correction_history = self.correction_history;
         searcher.set_position(&self.start, &self.moves);
         let side = searcher.position().side_to_move();
         let (limits, clock, unbounded) = search_limits(&params, side, self.network_delay_ms);
@@ -384,7 +398,10 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
     /// string, and the chosen player's result is the answer.
     fn go_consult(&mut self, params: GoParams) {
         let (_, _, mut players) = self.players.take().expect("players made by ensure_ready");
-        players.iter_mut().for_each(|p| p.options.contempt = self.contempt);
+        players.iter_mut().for_each(|p| {
+            p.options.contempt = self.contempt;
+            p.options.correction_history = self.correction_history;
+        });
         let key = (self.consult.clone(), self.hash_mib);
         let (limits, clock, unbounded) = search_limits(&params, self.start_side(), self.network_delay_ms);
         let stop = Arc::new(AtomicBool::new(false));
@@ -600,6 +617,29 @@ mod tests {
         engine.handle_line("setoption name Contempt value 1001");
         assert!(buf.take().starts_with("info string error: option Contempt"));
         engine.handle_line("setoption name Contempt value 0");
+
+        // CorrectionHistory: off, the search is another (deterministic) tree.
+        let nodes_at_depth_8 = |engine: &mut UsiEngine<Shared>, buf: &Shared| {
+            engine.handle_line("usinewgame");
+            engine.handle_line(
+                "position sfen lnsgkgsnl/1r5b1/ppppppppp/9/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL w - 2",
+            );
+            engine.handle_line("go depth 8");
+            engine.wait_search();
+            let out = buf.take();
+            let line =
+                out.lines().find(|l| l.starts_with("info depth 8 ")).expect("depth 8 reached").to_string();
+            line.split(" nodes ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse::<u64>().unwrap()
+        };
+        let with = nodes_at_depth_8(&mut engine, &buf);
+        engine.handle_line("setoption name CorrectionHistory value false");
+        let without = nodes_at_depth_8(&mut engine, &buf);
+        assert_ne!(with, without, "the option changed nothing");
+        assert_eq!(nodes_at_depth_8(&mut engine, &buf), without, "not deterministic");
+        engine.handle_line("setoption name CorrectionHistory value maybe");
+        assert!(buf.take().starts_with("info string error: option CorrectionHistory"));
+        engine.handle_line("setoption name CorrectionHistory value true");
+        assert_eq!(nodes_at_depth_8(&mut engine, &buf), with);
 
         // Declaration and resignation.
         engine.handle_line("position sfen GGSS1SSGG/+R3K3+B/9/9/9/9/9/9/4k4 b 10P 1");
