@@ -100,6 +100,11 @@ impl Evaluator {
         Evaluator { use_material: true, kppt: Some(tables), patterns: None }
     }
 
+    /// True when nothing but material is evaluated (no KPPT tables, no patterns).
+    pub fn is_material_only(&self) -> bool {
+        self.kppt.is_none() && self.patterns.is_none()
+    }
+
     fn full_entry(&self, pos: &Position, list: &PieceList) -> Entry {
         let kings = (pos.king_square(Color::Black), pos.king_square(Color::White));
         let kppt = match (&self.kppt, kings) {

@@ -96,8 +96,8 @@ pub struct UsiEngine<W: Write + Send + 'static> {
     network_delay_ms: u64,
     /// `Contempt`: see `SearchOptions::contempt`.
     contempt: i32,
-    /// `CorrectionHistory`: see `SearchOptions::correction_history`.
-    correction_history: bool,
+    /// `CorrectionHistory`: see `SearchOptions::correction_history`; `None` is `auto`.
+    correction_history: Option<bool>,
     loaded: Option<(String, String)>,
     evaluator: Option<Arc<Evaluator>>,
     tt: Option<(usize, Arc<TranspositionTable>)>,
@@ -123,7 +123,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             patterns: String::new(),
             network_delay_ms: DEFAULT_NETWORK_DELAY_MS,
             contempt: 0,
-            correction_history: true,
+            correction_history: None,
             loaded: None,
             evaluator: None,
             tt: None,
@@ -183,7 +183,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 self.say(&format!(
                     "option name Contempt type spin default 0 min -{MAX_CONTEMPT} max {MAX_CONTEMPT}"
                 ));
-                self.say("option name CorrectionHistory type check default true");
+                self.say("option name CorrectionHistory type combo default auto var auto var true var false");
                 for line in consult::USI_OPTIONS {
                     self.say(line);
                 }
@@ -272,14 +272,16 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                     "option Contempt: expected a whole number from -{MAX_CONTEMPT} to {MAX_CONTEMPT}, got {value:?}"
                 )),
             },
-            // With a material-only eval the corrections (up to about a pawn) outweigh a small
-            // `Contempt`, and the search takes repetitions again (BENCHMARKS.md).
             "correctionhistory" => match value {
-                "true" | "false" => {
-                    self.correction_history = value == "true";
+                "auto" => {
+                    self.correction_history = None;
                     Ok(())
                 }
-                _ => Err(format!("option CorrectionHistory: expected true or false, got {value:?}")),
+                "true" | "false" => {
+                    self.correction_history = Some(value == "true");
+                    Ok(())
+                }
+                _ => Err(format!("option CorrectionHistory: expected auto, true or false, got {value:?}")),
             },
             "usi_ponder" => Ok(()),
             _ => Err(format!("unknown option {name:?}")),
@@ -361,6 +363,15 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         out
     }
 
+    /// Whether a search with `evaluator` corrects its static evaluations. `auto` (the
+    /// default) corrects unless the evaluation is material only: there the corrections
+    /// gain nothing measurable against the same engine and, larger than a small
+    /// `Contempt`, bring back repetition draws against weaker engines (BENCHMARKS.md,
+    /// "Strength and SPRTs").
+    fn correction_history_with(&self, evaluator: &Evaluator) -> bool {
+        self.correction_history.unwrap_or(!evaluator.is_material_only())
+    }
+
     fn go(&mut self, params: GoParams) {
         self.finish_search();
         self.ensure_ready();
@@ -369,7 +380,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         }
         let mut searcher = self.searcher.take().expect("searcher ready");
         searcher.options.contempt = self.contempt;
-        searcher.options.correction_history = self.correction_history;
+        searcher.options.correction_history = self.correction_history_with(searcher.evaluator());
         searcher.set_position(&self.start, &self.moves);
         let side = searcher.position().side_to_move();
         let (limits, clock, unbounded) = search_limits(&params, side, self.network_delay_ms);
@@ -400,7 +411,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         let (_, _, mut players) = self.players.take().expect("players made by ensure_ready");
         players.iter_mut().for_each(|p| {
             p.options.contempt = self.contempt;
-            p.options.correction_history = self.correction_history;
+            p.options.correction_history = self.correction_history_with(p.evaluator());
         });
         let key = (self.consult.clone(), self.hash_mib);
         let (limits, clock, unbounded) = search_limits(&params, self.start_side(), self.network_delay_ms);
@@ -618,7 +629,8 @@ mod tests {
         assert!(buf.take().starts_with("info string error: option Contempt"));
         engine.handle_line("setoption name Contempt value 0");
 
-        // CorrectionHistory: off, the search is another (deterministic) tree.
+        // CorrectionHistory: `auto` (the default) is off with material only; on, the search
+        // is another (deterministic) tree.
         let nodes_at_depth_8 = |engine: &mut UsiEngine<Shared>, buf: &Shared| {
             engine.handle_line("usinewgame");
             engine.handle_line(
@@ -631,15 +643,25 @@ mod tests {
                 out.lines().find(|l| l.starts_with("info depth 8 ")).expect("depth 8 reached").to_string();
             line.split(" nodes ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse::<u64>().unwrap()
         };
-        let with = nodes_at_depth_8(&mut engine, &buf);
+        let auto = nodes_at_depth_8(&mut engine, &buf);
         engine.handle_line("setoption name CorrectionHistory value false");
-        let without = nodes_at_depth_8(&mut engine, &buf);
-        assert_ne!(with, without, "the option changed nothing");
-        assert_eq!(nodes_at_depth_8(&mut engine, &buf), without, "not deterministic");
+        assert_eq!(nodes_at_depth_8(&mut engine, &buf), auto, "auto corrects with material only");
+        engine.handle_line("setoption name CorrectionHistory value true");
+        let with = nodes_at_depth_8(&mut engine, &buf);
+        assert_ne!(with, auto, "the option changed nothing");
+        assert_eq!(nodes_at_depth_8(&mut engine, &buf), with, "not deterministic");
         engine.handle_line("setoption name CorrectionHistory value maybe");
         assert!(buf.take().starts_with("info string error: option CorrectionHistory"));
-        engine.handle_line("setoption name CorrectionHistory value true");
-        assert_eq!(nodes_at_depth_8(&mut engine, &buf), with);
+        engine.handle_line("setoption name CorrectionHistory value auto");
+        assert_eq!(nodes_at_depth_8(&mut engine, &buf), auto);
+        // `auto` corrects any evaluation beyond material.
+        let mut patterns_only = Evaluator::material_only();
+        patterns_only.patterns = Some(Arc::new(crate::eval::patterns::PatternSet::empty()));
+        assert!(engine.correction_history_with(&patterns_only));
+        assert!(!engine.correction_history_with(&Evaluator::material_only()));
+        engine.handle_line("setoption name CorrectionHistory value false");
+        assert!(!engine.correction_history_with(&patterns_only));
+        engine.handle_line("setoption name CorrectionHistory value auto");
 
         // Declaration and resignation.
         engine.handle_line("position sfen GGSS1SSGG/+R3K3+B/9/9/9/9/9/9/4k4 b 10P 1");
