@@ -12,7 +12,7 @@ use engine_core::eval::Evaluator;
 use engine_core::eval::kppt_file::read_kppt_dir;
 use engine_core::records::{load_file, record_files};
 use engine_core::rules::{Move, Position};
-use engine_core::search::{Limits, Searcher, TranspositionTable};
+use engine_core::search::{Limits, SearchOptions, Searcher, TranspositionTable};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -91,6 +91,7 @@ pub fn run(
     let mut depths = Vec::with_capacity(positions.len());
     for (start, moves) in &positions {
         let mut s = Searcher::new(evaluator.clone(), Arc::new(TranspositionTable::new(hash)));
+        s.options = SearchOptions::for_play(&evaluator);
         s.set_threads(threads);
         s.set_position(start, moves);
         let r = s.go(limits, |_| {});

@@ -9,7 +9,7 @@ use super::sprt::Pentanomial;
 use crate::eval::Evaluator;
 use crate::rules::Color;
 use crate::rules::game::{Game, GameRules};
-use crate::search::Limits;
+use crate::search::{Limits, SearchOptions};
 use crate::teacher::gensfen::Worker;
 use crate::teacher::openings::Opening;
 use std::sync::Arc;
@@ -79,6 +79,13 @@ fn result_for(winner: Option<Color>, tested: Color) -> Option<bool> {
     winner.map(|w| w == tested)
 }
 
+/// A side of a match: searches as `keima usi` plays with its evaluation.
+fn player(evaluator: &Arc<Evaluator>) -> Worker {
+    let mut w = Worker::new(evaluator.clone(), HASH_MIB);
+    w.searcher.options = SearchOptions::for_play(evaluator);
+    w
+}
+
 /// Plays every opening twice (the tested evaluation black first, then white) on `threads`
 /// threads, each game searched on one thread; `progress` counts finished games. The
 /// results do not depend on `threads`.
@@ -95,8 +102,7 @@ pub fn play_pairs(
     std::thread::scope(|scope| {
         for _ in 0..threads.clamp(1, openings.len().max(1)) {
             scope.spawn(|| {
-                let mut t = Worker::new(tested.clone(), HASH_MIB);
-                let mut b = Worker::new(baseline.clone(), HASH_MIB);
+                let (mut t, mut b) = (player(tested), player(baseline));
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(opening) = openings.get(i) else { break };
@@ -146,6 +152,19 @@ mod tests {
         assert_eq!(one.stats.wins, one.stats.losses);
         let two = play_pairs(&material, &material, &openings(), settings, 2, &progress);
         assert_eq!(two, one, "the thread count changes nothing");
+    }
+
+    /// The sides of a match search as `keima usi` would with their evaluations (the
+    /// correction history on beyond material); teachers search without it.
+    #[test]
+    fn match_sides_play_with_corrections_beyond_material_and_teachers_without() {
+        let material = Arc::new(Evaluator::material_only());
+        let mut patterns = Evaluator::material_only();
+        patterns.patterns = Some(Arc::new(crate::eval::patterns::PatternSet::empty()));
+        let patterns = Arc::new(patterns);
+        assert!(!player(&material).searcher.options.correction_history);
+        assert!(player(&patterns).searcher.options.correction_history);
+        assert!(!Worker::new(patterns, 1).searcher.options.correction_history);
     }
 
     #[test]

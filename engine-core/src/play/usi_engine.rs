@@ -12,7 +12,7 @@ use crate::eval::Evaluator;
 use crate::eval::kppt_file::{load_kppt_dir, read_kppt_dir};
 use crate::eval::patterns::file as pattern_file;
 use crate::rules::{Color, Move, Position, UsiPosition};
-use crate::search::{Info, SearchResult, Searcher, TranspositionTable};
+use crate::search::{Info, SearchOptions, SearchResult, Searcher, TranspositionTable};
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -364,12 +364,10 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
     }
 
     /// Whether a search with `evaluator` corrects its static evaluations. `auto` (the
-    /// default) corrects unless the evaluation is material only: there the corrections
-    /// gain nothing measurable against the same engine and, larger than a small
-    /// `Contempt`, bring back repetition draws against weaker engines (BENCHMARKS.md,
-    /// "Strength and SPRTs").
+    /// default) is `SearchOptions::for_play`'s choice: on unless the evaluation is
+    /// material only.
     fn correction_history_with(&self, evaluator: &Evaluator) -> bool {
-        self.correction_history.unwrap_or(!evaluator.is_material_only())
+        self.correction_history.unwrap_or_else(|| SearchOptions::for_play(evaluator).correction_history)
     }
 
     fn go(&mut self, params: GoParams) {

@@ -74,6 +74,9 @@ pub fn run(depth: i32) -> BenchResult {
     for sfen in BENCH_POSITIONS {
         let pos = Position::from_sfen(sfen).expect("bench positions are valid");
         let mut s = Searcher::new(evaluator.clone(), Arc::new(TranspositionTable::new(16)));
+        // Every technique of the played search, the correction history included (the
+        // teachers' default leaves it off), so that the signature covers all of them.
+        s.options.correction_history = true;
         s.set_position(&pos, &[]);
         let r = s.go(Limits::depth(depth), |_| {});
         nodes.push(r.nodes);

@@ -1,5 +1,6 @@
 //! What bounds a search, and which techniques it uses.
 
+use crate::eval::Evaluator;
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +37,10 @@ pub struct SearchOptions {
     /// Static evaluations corrected by the errors the search found in positions sharing
     /// their pawns, hands or kings' guards (see `correction.rs`). Applies only with
     /// `pruning`, so that a plain alpha-beta search stays exact to the evaluation.
+    /// Off by default, as teachers search: evals trained on teacher values without it were
+    /// as strong (+6 Elo [−7, +20] over three one-CPU-hour runs) from a little more data
+    /// (BENCHMARKS.md, "The teacher without the correction history"). Games are played
+    /// with it where it pays (`SearchOptions::for_play`).
     pub correction_history: bool,
     /// Mate-in-1 detection at nodes near the horizon (off by default: `keima bench mate`
     /// shows it costs more than it saves).
@@ -53,13 +58,25 @@ pub struct SearchOptions {
     pub contempt: i32,
 }
 
+impl SearchOptions {
+    /// The options a game is played with (`keima usi` with `CorrectionHistory` `auto`,
+    /// matches between evaluations): the defaults, with the correction history on unless
+    /// the evaluation is material only. With a trained eval it gains at a node budget
+    /// (+14 Elo at 20,000 nodes, +37 at 5,000); with material only it gains nothing against
+    /// the same engine and, larger than a small contempt, brings back repetition draws
+    /// against weaker ones (BENCHMARKS.md, "Strength and SPRTs").
+    pub fn for_play(evaluator: &Evaluator) -> SearchOptions {
+        SearchOptions { correction_history: !evaluator.is_material_only(), ..SearchOptions::default() }
+    }
+}
+
 impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
             null_move: true,
             lmr: true,
             pruning: true,
-            correction_history: true,
+            correction_history: false,
             mate1: false,
             declaration: true,
             root_mate_nodes: 0,
