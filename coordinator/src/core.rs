@@ -19,7 +19,8 @@ use crate::error::PushError;
 use crate::fault::Faults;
 use crate::generations::{self, GenerationState};
 use crate::queue::{LeaseDecision, LeaseProblem, Queue, QueueCounts, ShardSpec};
-use crate::weights_state::WeightState;
+use crate::weights_state::{SyncSpan, WeightState};
+use crate::weights_sync::{self, EncodedChunk, SyncCache};
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::files::METRICS_FILE;
 use engine_core::learn::validation::{self, ValidationMetrics};
@@ -28,8 +29,8 @@ use keima_proto::v1;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub fn now_ms() -> u64 {
@@ -61,6 +62,18 @@ pub struct WeightsUpdate {
     pub entries: Vec<(u32, [i32; 2])>,
 }
 
+/// A [`WeightsUpdate`] as sent: its entries encoded and compressed in chunks (shared with
+/// the other workers that pull the same versions).
+pub struct WeightsSync {
+    pub version: u64,
+    pub full: bool,
+    pub chunks: Arc<Vec<EncodedChunk>>,
+}
+
+/// Bytes of encoded syncs kept for the next worker (a few folds of the factored recipe, or
+/// one full copy of a trained KPPT set).
+const SYNC_CACHE_BYTES: usize = 256 << 20;
+
 pub struct Core {
     cfg: TrainConfig,
     run_dir: PathBuf,
@@ -70,6 +83,8 @@ pub struct Core {
     queue: Mutex<Queue>,
     /// Held for a whole merge, so merges happen one at a time.
     weights: Mutex<WeightState>,
+    /// The newest weight syncs as sent (taken after `weights` when both are held).
+    sync_cache: Mutex<SyncCache>,
     totals: Mutex<Totals>,
     /// Newbob's state and the best weights' version (changed only at a generation's end).
     generations: Mutex<GenerationState>,
@@ -224,11 +239,46 @@ impl Core {
     /// What a worker that has weights version `have_version` (ignored if `full`) pulls.
     pub fn weights_update(&self, have_version: u64, full: bool) -> WeightsUpdate {
         let w = self.weights.lock().unwrap();
-        let delta = if full { None } else { w.delta_entries(have_version) };
+        let span = w.sync_span(have_version, full);
         WeightsUpdate {
             version: w.version(),
-            full: delta.is_none(),
-            entries: delta.unwrap_or_else(|| w.full_entries()),
+            full: matches!(span, SyncSpan::Full { .. }),
+            entries: w.sync_entries(span),
+        }
+    }
+
+    /// The same update encoded for the wire. The entries are gathered under the weights'
+    /// lock, encoded and compressed outside it, and kept: the other workers that need the
+    /// same span get the same bytes without that work (waiting if it is under way: with the
+    /// factored recipe the workers often pull a fold's changes at the same moment).
+    pub fn weights_sync(&self, have_version: u64, full: bool) -> WeightsSync {
+        loop {
+            let w = self.weights.lock().unwrap();
+            let span = w.sync_span(have_version, full);
+            let version = w.version();
+            let full = matches!(span, SyncSpan::Full { .. });
+            if span == SyncSpan::Empty {
+                return WeightsSync { version, full, chunks: Arc::new(weights_sync::encode(&[])) };
+            }
+            let (slot, new) = self.sync_cache.lock().unwrap().slot(span);
+            if new {
+                // Locked before the weights are let go: whoever finds the slot waits for it.
+                let mut filled = slot.lock().unwrap();
+                let entries = w.sync_entries(span);
+                drop(w);
+                let chunks = Arc::new(weights_sync::encode(&entries));
+                *filled = Some(chunks.clone());
+                return WeightsSync { version, full, chunks };
+            }
+            drop(w);
+            if let Ok(filled) = slot.lock()
+                && let Some(chunks) = filled.clone()
+            {
+                tracing::debug!(?span, have_version, version, "weight sync: encoded bytes reused");
+                return WeightsSync { version, full, chunks };
+            }
+            // Its encoder panicked: encode it afresh.
+            self.sync_cache.lock().unwrap().forget(span);
         }
     }
 

@@ -1,7 +1,7 @@
 //! Keima's coordinator: it owns the weights, hands out shards of work to workers, merges
 //! their gradients exactly once with the learner's sparse AdaGrad, checkpoints, and exports.
 //! Data flow: `config` → `specs` → `queue` (shards, leases) → `service` (gRPC) → `core`
-//! (merge: `journal` first, then `weights_state`) → `checkpoint`; `generations` is the
+//! (merge: `journal` first, then `weights_state`; pulls: `weights_sync`) → `checkpoint`; `generations` is the
 //! schedule the specs and merges follow; `elo` and `elo_config` are the match shards that
 //! measure checkpoints (`usi_engines_config`: the external engines local workers declare);
 //! `metrics` serves counters; `legacy` reads what an older keima wrote.
@@ -24,5 +24,6 @@ pub mod service;
 pub mod specs;
 pub mod usi_engines_config;
 pub mod weights_state;
+pub mod weights_sync;
 
 pub use config::TrainConfig;

@@ -2,7 +2,7 @@
 //! lengths, layout, sizes, counts, finite values, checksum) and hands the work to `Core`.
 //! Strings from workers are logged escaped (`escape_debug`), so they cannot forge log lines.
 
-use crate::core::{Core, MAX_SHARD_CPU_SECONDS, MAX_SHARD_POSITIONS, ReceivedPush, WeightsUpdate, now_ms};
+use crate::core::{Core, MAX_SHARD_CPU_SECONDS, MAX_SHARD_POSITIONS, ReceivedPush, WeightsSync, now_ms};
 use crate::error::PushError;
 use engine_core::teacher::PackedSfenValue;
 use keima_proto::sparse::{self, Fnv64};
@@ -322,24 +322,19 @@ impl Coordinator for Service {
         self.check(r.protocol, &r.worker_id)?;
         let core = self.core.clone();
         let chunks = tokio::task::spawn_blocking(move || {
-            let WeightsUpdate { version, full, entries } = core.weights_update(r.have_version, r.full);
+            let WeightsSync { version, full, chunks } = core.weights_sync(r.have_version, r.full);
             let layout = core.layout();
-            let parts: Vec<&[(u32, [i32; 2])]> = if entries.is_empty() {
-                vec![&[]]
-            } else {
-                entries.chunks(sparse::ENTRIES_PER_CHUNK).collect()
-            };
-            let count = parts.len() as u32;
-            parts
-                .into_iter()
+            let count = chunks.len() as u32;
+            chunks
+                .iter()
                 .enumerate()
-                .map(|(i, part)| v1::WeightsChunk {
+                .map(|(i, chunk)| v1::WeightsChunk {
                     version,
                     full,
                     chunk_index: i as u32,
                     chunk_count: count,
-                    entries: part.len() as u64,
-                    blob: sparse::compress(&sparse::encode_weights(part)),
+                    entries: chunk.entries,
+                    blob: chunk.blob.clone(),
                     layout: Some(layout),
                 })
                 .collect::<Vec<_>>()

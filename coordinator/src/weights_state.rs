@@ -15,6 +15,7 @@ use engine_core::learn::init::evaluator_from_weights;
 use engine_core::learn::quantized;
 use engine_core::learn::weights::WeightFile;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -140,26 +141,79 @@ impl WeightState {
     /// The current values of every feature changed after version `since`; `None` when the
     /// log no longer reaches back that far (send a full copy) or `since` is in the future.
     pub fn delta_entries(&self, since: u64) -> Option<Vec<(u32, [i32; 2])>> {
+        match self.sync_span(since, false) {
+            SyncSpan::Full { .. } => None,
+            span => Some(self.sync_entries(span)),
+        }
+    }
+
+    /// What a worker that has version `have` (ignored if `full`) needs, named by the versions
+    /// whose changes it holds, so that two workers needing the same entries get the same
+    /// span (see [`SyncSpan`]).
+    pub fn sync_span(&self, have: u64, full: bool) -> SyncSpan {
         let now = self.version();
-        if since > now {
-            return None;
+        let from_log = || {
+            let oldest = self.changes.front()?.0;
+            // The log must reach back to the version after `have`.
+            if have > now || have + 1 < oldest {
+                return None;
+            }
+            let mut changed = self.changes.iter().filter(|(v, list)| *v > have && !list.is_empty());
+            let first = changed.next().map(|c| c.0);
+            Some(match (first, changed.next_back().map(|c| c.0).or(first)) {
+                (Some(first), Some(last)) => SyncSpan::Delta { first, last },
+                _ => SyncSpan::Empty,
+            })
+        };
+        if full {
+            SyncSpan::Full { version: now }
+        } else if have == now {
+            SyncSpan::Empty
+        } else {
+            from_log().unwrap_or(SyncSpan::Full { version: now })
         }
-        if since == now {
-            return Some(Vec::new());
-        }
-        let oldest = self.changes.front()?.0;
-        if since + 1 < oldest {
-            return None;
-        }
-        // Each version's list is sorted and distinct: merge them instead of sorting millions.
-        let mut idx: Vec<u32> = Vec::new();
-        for (_, changed) in self.changes.iter().filter(|(v, _)| *v > since) {
-            idx = union_sorted(&idx, changed);
+    }
+
+    /// The entries of `span` (from [`WeightState::sync_span`] at this version): every
+    /// non-zero value for a full copy, or the current value of each feature changed in the
+    /// span's versions.
+    pub fn sync_entries(&self, span: SyncSpan) -> Vec<(u32, [i32; 2])> {
+        let (first, last) = match span {
+            SyncSpan::Empty => return Vec::new(),
+            SyncSpan::Full { .. } => return self.full_entries(),
+            SyncSpan::Delta { first, last } => (first, last),
+        };
+        // Each version's list is sorted and distinct: merge them instead of sorting millions
+        // (a span of one fold reads its list as it is).
+        let mut lists = self.changes.iter().filter(|(v, _)| (first..=last).contains(v)).map(|(_, list)| list);
+        let mut idx = Cow::Borrowed(lists.next().map_or(&[][..], |list| list.as_slice()));
+        for list in lists {
+            idx = Cow::Owned(union_sorted(&idx, list));
         }
         let kppt = self.evaluator.kppt.as_deref().expect("training evaluator has KPPT");
         let values = quantized::get_sorted(kppt, self.evaluator.patterns.as_deref(), &idx);
-        Some(idx.into_iter().zip(values).collect())
+        idx.iter().copied().zip(values).collect()
     }
+}
+
+/// The versions a weight sync covers. Versions only grow (a merge or a rollback makes a new
+/// one) and a version's quantized values differ from the one before it only in that
+/// version's logged changes, so a span names the bytes a sync sends: the entries of a
+/// `Delta` are the changes of the versions `first..=last` with the values they have had
+/// since `last` (no version after `last` changed any), and a `Full` copy is the tables at
+/// `version`. Workers at different versions that lack the same changes (between the
+/// factored folds, most versions change nothing) get the same span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncSpan {
+    /// Nothing changed since the worker's version.
+    Empty,
+    Delta {
+        first: u64,
+        last: u64,
+    },
+    Full {
+        version: u64,
+    },
 }
 
 /// The union of two sorted lists of distinct indices, sorted and distinct.
@@ -255,6 +309,45 @@ mod tests {
             }
         }
         assert!(every.file.records() == third.file.records(), "the f32 weights differ");
+    }
+
+    /// Between the folds most versions change nothing: workers at different versions that
+    /// lack the same folds get the same span, whose entries bring a copy of the tables at
+    /// their version up to the current tables.
+    #[test]
+    fn workers_lacking_the_same_folds_get_the_same_span() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = WeightFile::create_factored(&tmp.path().join("w.kw"), 0, 0, Factorization::ALL).unwrap();
+        let mut state = WeightState::new(file, None, 64, 3).unwrap();
+        let step = AdaGradConfig { eta: 30.0, eta_turn: 8.0, ..AdaGradConfig::default() };
+        let mut tables = vec![state.full_entries()];
+        for v in 1..=7u64 {
+            state.merge(&random_gradient(v, 4000), 100, &step);
+            tables.push(state.full_entries());
+            if v == 5 {
+                let span = state.sync_span(1, false);
+                assert_eq!(span, SyncSpan::Delta { first: 3, last: 3 });
+                assert_eq!(state.sync_span(2, false), span);
+                assert_eq!(state.sync_span(3, false), SyncSpan::Empty, "versions 4 and 5 changed nothing");
+            }
+        }
+        assert_ne!(tables[6], tables[3]);
+        assert_eq!(state.sync_span(2, false), SyncSpan::Delta { first: 3, last: 6 });
+        for have in 3..=5 {
+            let span = state.sync_span(have, false);
+            assert_eq!(span, SyncSpan::Delta { first: 6, last: 6 }, "a worker at version {have}");
+            let mut copy: BTreeMap<u32, [i32; 2]> = tables[have as usize].iter().copied().collect();
+            for (i, value) in state.sync_entries(span) {
+                copy.insert(i, value);
+            }
+            copy.retain(|_, value| *value != [0, 0]);
+            assert_eq!(copy.into_iter().collect::<Vec<_>>(), tables[7]);
+        }
+        assert_eq!(state.sync_span(6, false), SyncSpan::Empty);
+        assert_eq!(state.sync_span(7, false), SyncSpan::Empty);
+        assert_eq!(state.sync_span(8, false), SyncSpan::Full { version: 7 }, "a version from the future");
+        assert_eq!(state.sync_span(3, true), SyncSpan::Full { version: 7 });
+        assert_eq!(state.sync_entries(SyncSpan::Full { version: 7 }), tables[7]);
     }
 
     #[test]

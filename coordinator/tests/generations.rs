@@ -199,6 +199,17 @@ fn snapshot(core: &Core) -> Snapshot {
     }
 }
 
+/// What a pull at `have` (or a full one) sends, decoded: version, full, entries.
+fn synced(core: &Core, have: u64, full: bool) -> (u64, bool, Vec<(u32, [i32; 2])>) {
+    let sync = core.weights_sync(have, full);
+    let mut entries = Vec::new();
+    for c in sync.chunks.iter() {
+        let raw = keima_proto::sparse::decompress(&c.blob, keima_proto::sparse::MAX_BLOB_BYTES).unwrap();
+        entries.extend(keima_proto::sparse::decode_weights(&raw, u32::MAX as u64, c.entries).unwrap());
+    }
+    (sync.version, sync.full, entries)
+}
+
 /// Generation 0 (two shards: the held-out gradient, then a weight no held-out position
 /// uses); its end is the first evaluation, accepted.
 fn generation_0(rt: &tokio::runtime::Runtime, svc: &Service, id: &str, good: &[(u32, [f32; 2])]) {
@@ -226,6 +237,9 @@ fn newbob_accepts_rolls_back_answers_undone_gradients_stale_and_converges() {
 
     generation_0(&rt, &svc, &id, &good);
     let best = svc.core.weights_update(0, true).entries;
+    // Syncs encoded at version 2 are kept for reuse: after the rollback none may be served.
+    assert_eq!(synced(&svc.core, 0, true), (2, true, best.clone()));
+    assert_eq!(synced(&svc.core, 1, false).2, svc.core.weights_update(1, false).entries);
     let s = svc.core.generation_state();
     assert_eq!((s.best_version, s.newbob.decays, s.newbob.eta_scale), (Some(2), 0, 1.0));
     assert!(checkpoint::dir(&svc.core.best_dir(), 2).join("weights.kw").is_file(), "the best is kept");
@@ -236,6 +250,10 @@ fn newbob_accepts_rolls_back_answers_undone_gradients_stale_and_converges() {
     assert_eq!((s.best_version, s.newbob.decays, s.newbob.eta_scale, s.rolled_back_at), (Some(2), 1, 0.5, 4));
     assert_eq!(svc.core.weights_version(), 4);
     assert_eq!(svc.core.weights_update(0, true).entries, best, "rolled back to the best weights");
+    for (have, full) in [(0, true), (1, false), (2, false), (3, false)] {
+        assert_eq!(synced(&svc.core, have, full), (4, true, best.clone()), "a worker at version {have}");
+    }
+    assert_eq!(synced(&svc.core, 4, false), (4, false, Vec::new()));
     let ends = generation_ends(&run);
     let field = |k: &str| ends.iter().map(|l| l[k].clone()).collect::<Vec<_>>();
     assert_eq!(field("newbob"), ["accepted", "rolled_back"]);

@@ -2,7 +2,7 @@
 //! plus the journal after it (`resume`), ending on the way every generation the live run
 //! had ended after that checkpoint (`generation_end.rs`).
 
-use super::{Core, now_ms};
+use super::{Core, SYNC_CACHE_BYTES, now_ms};
 use crate::checkpoint::{self, CheckpointState, Totals};
 use crate::config::TrainConfig;
 use crate::elo::{self, EloState};
@@ -12,6 +12,7 @@ use crate::journal;
 use crate::queue::Queue;
 use crate::specs::{build_specs, load_openings};
 use crate::weights_state::WeightState;
+use crate::weights_sync::SyncCache;
 use engine_core::eval::patterns::PatternSet;
 use engine_core::learn::checkpoint as ckpt;
 use engine_core::learn::files::WEIGHTS_FILE;
@@ -157,6 +158,7 @@ impl Core {
             pattern_file,
             queue: Mutex::new(queue),
             weights: Mutex::new(ws),
+            sync_cache: Mutex::new(SyncCache::new(SYNC_CACHE_BYTES)),
             cpu_base: totals.coordinator_cpu_seconds,
             cpu_at_open: engine_core::cpu_time::process_cpu_seconds(),
             totals: Mutex::new(totals),
