@@ -256,9 +256,9 @@ impl Core {
             let w = self.weights.lock().unwrap();
             let span = w.sync_span(have_version, full);
             let version = w.version();
-            let full = matches!(span, SyncSpan::Full { .. });
+            let is_full = matches!(span, SyncSpan::Full { .. });
             if span == SyncSpan::Empty {
-                return WeightsSync { version, full, chunks: Arc::new(weights_sync::encode(&[])) };
+                return WeightsSync { version, full: is_full, chunks: Arc::new(weights_sync::encode(&[])) };
             }
             let (slot, new) = self.sync_cache.lock().unwrap().slot(span);
             if new {
@@ -268,14 +268,14 @@ impl Core {
                 drop(w);
                 let chunks = Arc::new(weights_sync::encode(&entries));
                 *filled = Some(chunks.clone());
-                return WeightsSync { version, full, chunks };
+                return WeightsSync { version, full: is_full, chunks };
             }
             drop(w);
             if let Ok(filled) = slot.lock()
                 && let Some(chunks) = filled.clone()
             {
                 tracing::debug!(?span, have_version, version, "weight sync: encoded bytes reused");
-                return WeightsSync { version, full, chunks };
+                return WeightsSync { version, full: is_full, chunks };
             }
             // Its encoder panicked: encode it afresh.
             self.sync_cache.lock().unwrap().forget(span);

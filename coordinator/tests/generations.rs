@@ -240,6 +240,8 @@ fn newbob_accepts_rolls_back_answers_undone_gradients_stale_and_converges() {
     // Syncs encoded at version 2 are kept for reuse: after the rollback none may be served.
     assert_eq!(synced(&svc.core, 0, true), (2, true, best.clone()));
     assert_eq!(synced(&svc.core, 1, false).2, svc.core.weights_update(1, false).entries);
+    let (a, b) = (svc.core.weights_sync(0, true), svc.core.weights_sync(0, true));
+    assert!(Arc::ptr_eq(&a.chunks, &b.chunks), "a second pull of the same span is served the same bytes");
     let s = svc.core.generation_state();
     assert_eq!((s.best_version, s.newbob.decays, s.newbob.eta_scale), (Some(2), 0, 1.0));
     assert!(checkpoint::dir(&svc.core.best_dir(), 2).join("weights.kw").is_file(), "the best is kept");
