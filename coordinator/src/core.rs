@@ -236,7 +236,9 @@ impl Core {
         &self.faults
     }
 
-    /// What a worker that has weights version `have_version` (ignored if `full`) pulls.
+    /// What a worker that has weights version `have_version` (ignored if `full`) pulls, as
+    /// entries (pulls themselves are served encoded by [`Core::weights_sync`]; tests and
+    /// checks read the weights through this).
     pub fn weights_update(&self, have_version: u64, full: bool) -> WeightsUpdate {
         let w = self.weights.lock().unwrap();
         let span = w.sync_span(have_version, full);

@@ -140,7 +140,9 @@ impl WeightState {
 
     /// The current values of every feature changed after version `since`; `None` when the
     /// log no longer reaches back that far (send a full copy) or `since` is in the future.
-    pub fn delta_entries(&self, since: u64) -> Option<Vec<(u32, [i32; 2])>> {
+    /// (Pulls go through [`WeightState::sync_span`]; the tests check deltas with this.)
+    #[cfg(test)]
+    fn delta_entries(&self, since: u64) -> Option<Vec<(u32, [i32; 2])>> {
         match self.sync_span(since, false) {
             SyncSpan::Full { .. } => None,
             span => Some(self.sync_entries(span)),
