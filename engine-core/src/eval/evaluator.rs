@@ -130,6 +130,32 @@ impl Evaluator {
         EvalState { list, stack: vec![entry], king_cache: KingRefreshCache::default() }
     }
 
+    /// Sets `state` to `pos`, as [`Evaluator::new_state`] does, but keeps the state's
+    /// allocations and its king-square cache, whose halves stay exact for these tables
+    /// whatever position they were computed for (a state belongs to one evaluator).
+    pub fn reset_state(&self, state: &mut EvalState, pos: &Position) {
+        state.list = PieceList::new(pos);
+        let entry = self.full_entry(pos, &state.list);
+        state.stack.clear();
+        state.stack.push(entry);
+    }
+
+    /// Whether `state` is at its root (no move made since it was set or advanced).
+    pub fn at_root(&self, state: &EvalState) -> bool {
+        state.stack.len() == 1
+    }
+
+    /// Makes the position after `delta` (`after`) the root of `state`, from the root
+    /// before it: one move's update instead of a full computation, and the piece list
+    /// keeps its ids, so the king-square cache keeps serving the game's later searches.
+    pub fn advance_root(&self, state: &mut EvalState, delta: &MoveDelta, after: &Position) {
+        debug_assert!(self.at_root(state), "advance_root needs a state at its root");
+        self.do_move(state, delta, after);
+        self.prepare(state);
+        let n = state.stack.len();
+        state.stack.drain(..n - 1);
+    }
+
     /// Updates `state` after `delta` was played; `after` is the new position. Material and
     /// patterns are updated now, KPPT when needed (see [`Evaluator::prepare`]).
     pub fn do_move(&self, state: &mut EvalState, delta: &MoveDelta, after: &Position) {

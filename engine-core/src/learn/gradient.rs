@@ -61,10 +61,10 @@ pub fn qsearch_leaf(searcher: &mut Searcher, pos: &Position) -> Option<(Position
         return None;
     }
     let mut leaf = *pos;
-    for m in pv {
+    for &m in &pv {
         leaf.do_move(m);
     }
-    let v = searcher.evaluator().evaluate_full(&leaf).eval;
+    let v = searcher.evaluate_after(&pv);
     let v = if leaf.side_to_move() == pos.side_to_move() { v } else { -v };
     Some((leaf, v))
 }

@@ -160,6 +160,20 @@ impl Searcher {
         r
     }
 
+    /// The evaluation at the end of `line` (moves from the current position), from the
+    /// side to move there: what `Evaluator::evaluate_full` gives for that position, but
+    /// from the current position's sums, one incremental update a move. The current
+    /// position is unchanged after.
+    pub fn evaluate_after(&mut self, line: &[Move]) -> i32 {
+        let t = &mut self.threads[0];
+        let deltas: Vec<_> = line.iter().map(|&m| t.do_move(m)).collect();
+        let v = t.evaluator.evaluate(&mut t.estate, &t.pos).eval;
+        for d in deltas.iter().rev() {
+            t.undo_move(d);
+        }
+        v
+    }
+
     /// Iterative deepening within `limits`; `on_iteration` sees each finished depth.
     pub fn go(&mut self, limits: Limits, mut on_iteration: impl FnMut(&Info)) -> SearchResult {
         let start = Instant::now();

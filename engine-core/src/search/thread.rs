@@ -108,6 +108,10 @@ pub(super) struct SearchThread {
     pub time: TimeManager,
     pub pos: Position,
     pub estate: EvalState,
+    /// The game `set_position` was last given (start and moves), so that a game that goes
+    /// on is advanced by its new moves instead of replayed and evaluated from scratch.
+    game_start: Position,
+    game_moves: Vec<Move>,
     /// Keys and in-check flags of the game so far plus the current search path.
     pub keys: Vec<u64>,
     pub checks: Vec<bool>,
@@ -151,6 +155,8 @@ impl SearchThread {
             time: TimeManager::new(Instant::now(), Limits::default()),
             pos,
             estate,
+            game_start: pos,
+            game_moves: Vec::new(),
             keys: vec![pos.key()],
             checks: vec![pos.in_check()],
             stack: vec![Frame::default(); MAX_PLY + STACK_OFFSET + 4],
@@ -172,18 +178,38 @@ impl SearchThread {
     }
 
     /// Sets the game: a start position and the moves played (for repetition detection).
+    ///
+    /// When the game is the last one set plus moves (the next search of a game), only
+    /// the new moves are made, and the evaluation follows them incrementally: the same
+    /// sums as from scratch, without a full computation at every root.
     pub fn set_position(&mut self, start: &Position, moves: &[Move]) {
-        self.pos = *start;
-        self.keys.clear();
-        self.checks.clear();
-        self.keys.push(start.key());
-        self.checks.push(start.in_check());
-        for &m in moves {
-            self.pos.do_move(m);
-            self.keys.push(self.pos.key());
-            self.checks.push(self.pos.in_check());
+        let goes_on = self.game_start == *start
+            && moves.starts_with(&self.game_moves)
+            && self.keys.len() == self.game_moves.len() + 1
+            && self.evaluator.at_root(&self.estate);
+        if goes_on {
+            for &m in &moves[self.game_moves.len()..] {
+                let d = self.pos.do_move(m);
+                self.evaluator.advance_root(&mut self.estate, &d, &self.pos);
+                self.keys.push(self.pos.key());
+                self.checks.push(self.pos.in_check());
+            }
+        } else {
+            self.pos = *start;
+            self.keys.clear();
+            self.checks.clear();
+            self.keys.push(start.key());
+            self.checks.push(start.in_check());
+            for &m in moves {
+                self.pos.do_move(m);
+                self.keys.push(self.pos.key());
+                self.checks.push(self.pos.in_check());
+            }
+            self.evaluator.reset_state(&mut self.estate, &self.pos);
         }
-        self.estate = self.evaluator.new_state(&self.pos);
+        self.game_start = *start;
+        self.game_moves.clear();
+        self.game_moves.extend_from_slice(moves);
     }
 
     /// Copies another thread's game (same position, history and evaluation state).
@@ -192,6 +218,8 @@ impl SearchThread {
         self.keys.clone_from(&from.keys);
         self.checks.clone_from(&from.checks);
         self.estate.clone_from(&from.estate);
+        self.game_start = from.game_start;
+        self.game_moves.clone_from(&from.game_moves);
     }
 
     pub fn clear_heuristics(&mut self) {
