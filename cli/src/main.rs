@@ -37,6 +37,9 @@ enum Command {
     ConsultStats(commands::consult_stats::ConsultStatsArgs),
     /// Play a match between two USI engines; CSA records, W/D/L and Elo.
     Match(commands::match_cmd::MatchArgs),
+    /// Add up the batches of a match (several `keima match --out` directories): W/D/L,
+    /// pentanomial, score and Elo with their 95% intervals.
+    MatchStats(commands::match_stats::MatchStatsArgs),
     /// Generate teacher data (a PackedSfenValue shard) by self-play or from game records.
     Gensfen(commands::gensfen::GensfenArgs),
     /// Training weight files (memory-mapped f32 weights and AdaGrad state).
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Usi(args) => commands::usi::run(args),
         Command::ConsultStats(args) => commands::consult_stats::run(args),
         Command::Match(args) => commands::match_cmd::run(args),
+        Command::MatchStats(args) => commands::match_stats::run(args),
         Command::Gensfen(args) => commands::gensfen::run(args),
         Command::Weights(cmd) => commands::weights::run(cmd),
         Command::Learn(args) => commands::learn::run(args),

@@ -83,6 +83,9 @@ fn match_self() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    // The same summary is written beside the records.
+    let written = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&written).unwrap(), v);
     let count = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
     assert_eq!(count("wins") + count("draws") + count("losses"), 4, "{v}");
     assert_eq!(count("games"), 4);
@@ -432,4 +435,66 @@ fn match_nodes2_gives_engine2_its_own_budget() {
     let log = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
     assert_eq!(log(&log1).lines().collect::<Vec<_>>(), ["go nodes 10"]);
     assert_eq!(log(&log2).lines().collect::<Vec<_>>(), ["go nodes 20"]);
+}
+
+/// A summary as `keima match` writes it (the fields `keima match-stats` reads, and more).
+fn write_summary(dir: &std::path::Path, engine2: &str, wdl: [u32; 3], penta: [u32; 5]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let v = serde_json::json!({
+        "engine1": "Keima", "engine2": engine2, "limit": "byoyomi 1000 ms",
+        "games": wdl.iter().sum::<u32>(), "wins": wdl[0], "draws": wdl[1], "losses": wdl[2],
+        "pentanomial": penta, "results": [],
+    });
+    std::fs::write(dir.join("summary.json"), v.to_string()).unwrap();
+}
+
+fn match_stats(args: &[&std::path::Path], extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_keima")).arg("match-stats").args(args).args(extra).output().unwrap()
+}
+
+#[test]
+fn match_stats_adds_up_batches() {
+    let tmp = temp_dir("match-stats");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    // Two batches of BENCHMARKS.md's games against GPS Shogi (120 and 60 games); the total,
+    // 31.4% [24.97%, 37.8%] and -135.8 [-191.2, -86.4] Elo, was computed there by a
+    // separate script from the summed pentanomial 40 1 42 0 7.
+    write_summary(&a, "GPSShogi", [34, 1, 85], [29, 1, 26, 0, 4]);
+    write_summary(&b, "GPSShogi", [22, 0, 38], [11, 0, 16, 0, 3]);
+    let out = match_stats(&[&a, &b], &["--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pentanomial"], serde_json::json!([40, 1, 42, 0, 7]));
+    assert_eq!(
+        (v["wins"].as_u64(), v["draws"].as_u64(), v["losses"].as_u64()),
+        (Some(56), Some(1), Some(123))
+    );
+    let close = |k: &str, want: f64, tol: f64| {
+        let got = v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+        assert!((got - want).abs() < tol, "{k}: {got}, expected {want}");
+    };
+    close("pair_score", 0.3139, 5e-4);
+    close("pair_score_lower", 0.2497, 5e-4);
+    close("pair_score_upper", 0.3781, 5e-4);
+    close("pair_elo", -135.8, 0.1);
+    close("pair_elo_lower", -191.2, 0.1);
+    close("pair_elo_upper", -86.4, 0.1);
+    // The table says the same.
+    let table = match_stats(&[&a, &b], &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("score 31.4% [24.97%, 37.81%], elo -135.8 [-191.2, -86.4]"), "{text}");
+
+    // Another pairing is refused, naming the field, unless asked for.
+    write_summary(&b, "Other", [22, 0, 38], [11, 0, 16, 0, 3]);
+    let out = match_stats(&[&a, &b], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("engine2") && err.contains("--allow-mixed"), "{err}");
+    assert!(match_stats(&[&a, &b], &["--allow-mixed"]).status.success());
+    // A directory without a summary is named.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = match_stats(&[&a, &empty], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("empty/summary.json"));
 }

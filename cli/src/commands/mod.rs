@@ -13,6 +13,7 @@ pub mod export;
 pub mod gensfen;
 pub mod learn;
 pub mod match_cmd;
+pub mod match_stats;
 pub mod moves;
 pub mod patterns;
 pub mod perft;

@@ -38,6 +38,9 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use tally::Tally;
 
+/// The summary `keima match` writes into its `--out` directory (the `--json` object).
+pub const SUMMARY_FILE: &str = "summary.json";
+
 #[derive(Args)]
 #[command(group(
     ArgGroup::new("limit").required(true).multiple(true).args(["nodes", "movetime", "byoyomi", "tc"])
@@ -263,12 +266,15 @@ pub fn run(args: MatchArgs) -> CommandResult {
     reports.sort_by_key(|r| r.game);
     let names = names.into_inner().unwrap_or_else(PoisonError::into_inner);
     let name = |i: usize| names[i].clone().unwrap_or_else(|| ctx.engines[i].argv.join(" "));
+    let summary =
+        serde_json::to_string_pretty(&summary_json(&args, limit, &tally, &reports, [name(0), name(1)]))
+            .expect("json");
+    // Beside the records, for scripts and for `keima match-stats`, which adds up batches.
+    let summary_path = args.out.join(SUMMARY_FILE);
+    engine_core::fsutil::write_atomic(&summary_path, summary.as_bytes())
+        .map_err(|e| format!("{e} (the games are in {}; only the summary was lost)", args.out.display()))?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary_json(&args, limit, &tally, &reports, [name(0), name(1)]))
-                .expect("json")
-        );
+        println!("{summary}");
     } else {
         print_table(&args, limit, &tally, [name(0), name(1)]);
     }

@@ -164,5 +164,5 @@ pub(super) fn print_table(args: &MatchArgs, limit: Limit, tally: &Tally, names: 
     if tally.crashes != [0, 0] {
         println!("crashes: engine1 {}, engine2 {}", tally.crashes[0], tally.crashes[1]);
     }
-    println!("records in {}", args.out.display());
+    println!("records and {} in {}", super::SUMMARY_FILE, args.out.display());
 }
