@@ -88,10 +88,8 @@ impl LocalWeights {
                 sparse::decompress(&c.blob, sparse::MAX_BLOB_BYTES).map_err(|e| format!("weights: {e}"))?;
             let entries = sparse::decode_weights(&raw, self.layout.features, c.entries)
                 .map_err(|e| format!("weights: {e}"))?;
-            for (index, v) in entries {
-                quantized::set(tables, patterns.as_deref_mut(), index as usize, v)
-                    .map_err(|e| format!("weights: {e}"))?;
-            }
+            quantized::set_sorted(tables, patterns.as_deref_mut(), &entries)
+                .map_err(|e| format!("weights: {e}"))?;
         }
         self.version = Some(version);
         Ok(version)

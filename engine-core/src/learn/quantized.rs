@@ -89,6 +89,56 @@ pub fn set(
     Ok(())
 }
 
+/// [`set`] of many entries in increasing index order (a weight sync's): the KPP table is
+/// borrowed once, each KPP index is decoded by stepping through its king's triangle, and
+/// the cells of a group of entries are prefetched before any is written, so that the
+/// writes' cache misses (both symmetric cells, far apart) overlap. Stops at the first
+/// entry [`set`] would refuse, with the same error; entries before it stay written.
+pub fn set_sorted(
+    tables: &mut KpptTables,
+    mut patterns: Option<&mut PatternSet>,
+    entries: &[(u32, Value)],
+) -> Result<(), String> {
+    if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+        return Err("weight entries out of order: indices must increase".to_string());
+    }
+    let kpp_lo = entries.partition_point(|e| (e.0 as usize) < KPP_BASE);
+    let kpp_hi = entries.partition_point(|e| (e.0 as usize) < PATTERN_BASE);
+    for &(i, v) in &entries[..kpp_lo] {
+        set(tables, patterns.as_deref_mut(), i as usize, v)?;
+    }
+    let kpp = tables.kpp.make_mut();
+    let lim = i16::MAX as i32;
+    let (mut king, mut first) = (usize::MAX, 2usize);
+    const GROUP: usize = 16;
+    let mut cells = [(0usize, 0usize); GROUP];
+    for run in entries[kpp_lo..kpp_hi].chunks(GROUP) {
+        for (cell, &(i, _)) in cells.iter_mut().zip(run) {
+            let j = i as usize - KPP_BASE;
+            let (k, t) = (j / KPP_TRI, j % KPP_TRI);
+            if k != king {
+                (king, first) = (k, 2);
+            }
+            let (a, b) = untri_ascending(&mut first, t);
+            *cell = ((k * FE_END + a) * FE_END + b, (k * FE_END + b) * FE_END + a);
+            crate::prefetch::prefetch(&kpp[cell.0]);
+            crate::prefetch::prefetch(&kpp[cell.1]);
+        }
+        for (&(ab, ba), &(i, v)) in cells.iter().zip(run) {
+            if v[0].abs() > lim || v[1].abs() > lim {
+                return Err(format!("feature {i}: KPP value {v:?} outside ±{lim}"));
+            }
+            let q = [v[0] as i16, v[1] as i16];
+            kpp[ab] = q;
+            kpp[ba] = q;
+        }
+    }
+    for &(i, v) in &entries[kpp_hi..] {
+        set(tables, patterns.as_deref_mut(), i as usize, v)?;
+    }
+    Ok(())
+}
+
 /// Every non-zero quantized value, sorted by feature index.
 pub fn nonzero_entries(tables: &KpptTables, patterns: Option<&PatternSet>) -> Vec<(u32, Value)> {
     let mut out: Vec<(u32, Value)> = Vec::new();
@@ -211,5 +261,58 @@ mod tests {
         let some: Vec<u32> = sorted.iter().copied().step_by(37).collect();
         let want: Vec<Value> = some.iter().map(|&i| get(&t, None, i as usize)).collect();
         assert_eq!(get_sorted(&t, None, &some), want);
+    }
+
+    #[test]
+    fn set_sorted_writes_what_set_writes() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Entries of every KPPT table: KK, KKP, KPP on every king (first and last pairs of
+        // the triangle included), with random values, in increasing order. (Patterns go
+        // through `set` itself.)
+        let mut idx = vec![kk_index(0, 0), kk_index(80, 80), kkp_index(0, 0, 1), kkp_index(80, 80, 1547)];
+        for k in 0..81 {
+            idx.push(kpp_index(k, 2, 1));
+            idx.push(kpp_index(k, FE_END - 1, FE_END - 2));
+            for _ in 0..100 {
+                let a = 1 + (next() % (FE_END as u64 - 1)) as usize;
+                let b = 1 + (next() % (FE_END as u64 - 1)) as usize;
+                if a != b {
+                    idx.push(kpp_index(k, a, b));
+                }
+            }
+        }
+        idx.sort_unstable();
+        idx.dedup();
+        let entries: Vec<(u32, Value)> = idx
+            .iter()
+            .map(|&i| {
+                let v = (next() % 60001) as i32 - 30000;
+                (i as u32, [v, -v / 3])
+            })
+            .collect();
+        let mut one = KpptTables::zeros();
+        for &(i, v) in &entries {
+            set(&mut one, None, i as usize, v).unwrap();
+        }
+        let mut many = KpptTables::zeros();
+        set_sorted(&mut many, None, &entries).unwrap();
+        assert!(one.kk.as_slice() == many.kk.as_slice());
+        assert!(one.kkp.as_slice() == many.kkp.as_slice());
+        assert!(one.kpp.as_slice() == many.kpp.as_slice(), "KPP cells differ");
+        assert_eq!(
+            nonzero_entries(&many, None),
+            entries.iter().copied().filter(|e| e.1 != [0, 0]).collect::<Vec<_>>()
+        );
+        // What `set` refuses, `set_sorted` refuses; and entries must increase.
+        let bad = [(kpp_index(3, 5, 4) as u32, [40000, 0])];
+        assert!(set_sorted(&mut many, None, &bad).is_err());
+        let unsorted = [entries[5], entries[4]];
+        assert!(set_sorted(&mut many, None, &unsorted).is_err());
     }
 }
