@@ -10,18 +10,8 @@ use engine_core::rules::{Move, Position};
 use engine_core::search::{Limits, Searcher, TranspositionTable};
 use std::sync::Arc;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+mod learn_util;
+use learn_util::Rng;
 
 /// Legal random moves from `pos`, at most `plies`, stopping where no move is legal.
 fn random_line(pos: &Position, plies: usize, rng: &mut Rng) -> Vec<Move> {

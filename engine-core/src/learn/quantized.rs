@@ -224,6 +224,24 @@ mod tests {
         assert!(set(&mut t, Some(&mut p), pattern_index(0), [1, 0]).is_err(), "no pattern 0");
     }
 
+    /// KPP indices on every king: the triangle's first and last pairs, and `random` pairs
+    /// drawn with `next` (not sorted, possibly repeated).
+    fn kpp_indices_on_every_king(random: usize, next: &mut impl FnMut() -> u64) -> Vec<usize> {
+        let mut idx = Vec::new();
+        for k in 0..81 {
+            idx.push(kpp_index(k, 2, 1));
+            idx.push(kpp_index(k, FE_END - 1, FE_END - 2));
+            for _ in 0..random {
+                let a = 1 + (next() % (FE_END as u64 - 1)) as usize;
+                let b = 1 + (next() % (FE_END as u64 - 1)) as usize;
+                if a != b {
+                    idx.push(kpp_index(k, a, b));
+                }
+            }
+        }
+        idx
+    }
+
     #[test]
     fn get_sorted_equals_get() {
         let mut t = KpptTables::zeros();
@@ -236,17 +254,7 @@ mod tests {
         };
         // Values on every king, first and last pairs included, and a KK and a KKP entry.
         let mut idx = vec![kk_index(3, 5), kkp_index(80, 1, 1547)];
-        for k in 0..81 {
-            idx.push(kpp_index(k, 2, 1));
-            idx.push(kpp_index(k, FE_END - 1, FE_END - 2));
-            for _ in 0..200 {
-                let a = 1 + (next() % (FE_END as u64 - 1)) as usize;
-                let b = 1 + (next() % (FE_END as u64 - 1)) as usize;
-                if a != b {
-                    idx.push(kpp_index(k, a, b));
-                }
-            }
-        }
+        idx.extend(kpp_indices_on_every_king(200, &mut next));
         idx.sort_unstable();
         idx.dedup();
         for &i in &idx {
@@ -276,17 +284,7 @@ mod tests {
         // the triangle included), with random values, in increasing order. (Patterns go
         // through `set` itself.)
         let mut idx = vec![kk_index(0, 0), kk_index(80, 80), kkp_index(0, 0, 1), kkp_index(80, 80, 1547)];
-        for k in 0..81 {
-            idx.push(kpp_index(k, 2, 1));
-            idx.push(kpp_index(k, FE_END - 1, FE_END - 2));
-            for _ in 0..100 {
-                let a = 1 + (next() % (FE_END as u64 - 1)) as usize;
-                let b = 1 + (next() % (FE_END as u64 - 1)) as usize;
-                if a != b {
-                    idx.push(kpp_index(k, a, b));
-                }
-            }
-        }
+        idx.extend(kpp_indices_on_every_king(100, &mut next));
         idx.sort_unstable();
         idx.dedup();
         let entries: Vec<(u32, Value)> = idx
