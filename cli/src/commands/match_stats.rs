@@ -75,12 +75,20 @@ pub fn run(args: MatchStatsArgs) -> CommandResult {
     }
     let mut stats = MatchStats::default();
     let mut penta = Pentanomial::default();
-    for b in &batches {
-        stats.wins += b.wins;
-        stats.draws += b.draws;
-        stats.losses += b.losses;
+    for (b, dir) in batches.iter().zip(&args.dirs) {
+        // Counts come from files: a sum that does not fit is refused, not wrapped.
+        let too_large = || format!("{}: game counts too large to add up", dir.join(SUMMARY_FILE).display());
+        let add = |sum: &mut u32, c: u32| sum.checked_add(c).map(|v| *sum = v).ok_or_else(too_large);
+        add(&mut stats.wins, b.wins)?;
+        add(&mut stats.draws, b.draws)?;
+        add(&mut stats.losses, b.losses)?;
+        stats
+            .wins
+            .checked_add(stats.draws)
+            .and_then(|n| n.checked_add(stats.losses))
+            .ok_or_else(too_large)?;
         for (sum, c) in penta.counts.iter_mut().zip(b.pentanomial) {
-            *sum += c;
+            add(sum, c)?;
         }
     }
     let pair = penta.elo();

@@ -90,6 +90,13 @@ pub struct EvalState {
     king_cache: KingRefreshCache,
 }
 
+impl EvalState {
+    /// Whether the state is at its root (no move made since it was set or advanced).
+    pub fn at_root(&self) -> bool {
+        self.stack.len() == 1
+    }
+}
+
 impl Evaluator {
     /// Material only: the usual starting point of training.
     pub fn material_only() -> Evaluator {
@@ -140,16 +147,11 @@ impl Evaluator {
         state.stack.push(entry);
     }
 
-    /// Whether `state` is at its root (no move made since it was set or advanced).
-    pub fn at_root(&self, state: &EvalState) -> bool {
-        state.stack.len() == 1
-    }
-
     /// Makes the position after `delta` (`after`) the root of `state`, from the root
     /// before it: one move's update instead of a full computation, and the piece list
     /// keeps its ids, so the king-square cache keeps serving the game's later searches.
     pub fn advance_root(&self, state: &mut EvalState, delta: &MoveDelta, after: &Position) {
-        debug_assert!(self.at_root(state), "advance_root needs a state at its root");
+        debug_assert!(state.at_root(), "advance_root needs a state at its root");
         self.do_move(state, delta, after);
         self.prepare(state);
         let n = state.stack.len();

@@ -3,7 +3,7 @@
 //! what a remote copy of the weights needs to follow the trainer's tables exactly (a full
 //! copy, then only the entries whose quantized value changed).
 
-use super::weights::{Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, decode_index, untri_ascending};
+use super::weights::{Feature, KKP_BASE, KPP_BASE, KPP_TRI, PATTERN_BASE, SortedKppDecoder, decode_index};
 use crate::eval::Evaluator;
 use crate::eval::bona_piece::FE_END;
 use crate::eval::kppt::KpptTables;
@@ -32,18 +32,14 @@ pub fn get_sorted(tables: &KpptTables, patterns: Option<&PatternSet>, indices: &
     debug_assert!(indices.windows(2).all(|w| w[0] < w[1]));
     let kpp = tables.kpp.as_slice();
     let mut out = Vec::with_capacity(indices.len());
-    let (mut king, mut first) = (usize::MAX, 2usize);
+    let mut decoder = SortedKppDecoder::default();
     for &i in indices {
         let i = i as usize;
         if !(KPP_BASE..PATTERN_BASE).contains(&i) {
             out.push(get(tables, patterns, i));
             continue;
         }
-        let (k, t) = ((i - KPP_BASE) / KPP_TRI, (i - KPP_BASE) % KPP_TRI);
-        if k != king {
-            (king, first) = (k, 2);
-        }
-        let (a, b) = untri_ascending(&mut first, t);
+        let (k, a, b) = decoder.decode(i);
         let v = kpp[(k * FE_END + a) * FE_END + b];
         out.push([v[0] as i32, v[1] as i32]);
     }
@@ -109,17 +105,12 @@ pub fn set_sorted(
     }
     let kpp = tables.kpp.make_mut();
     let lim = i16::MAX as i32;
-    let (mut king, mut first) = (usize::MAX, 2usize);
+    let mut decoder = SortedKppDecoder::default();
     const GROUP: usize = 16;
     let mut cells = [(0usize, 0usize); GROUP];
     for run in entries[kpp_lo..kpp_hi].chunks(GROUP) {
         for (cell, &(i, _)) in cells.iter_mut().zip(run) {
-            let j = i as usize - KPP_BASE;
-            let (k, t) = (j / KPP_TRI, j % KPP_TRI);
-            if k != king {
-                (king, first) = (k, 2);
-            }
-            let (a, b) = untri_ascending(&mut first, t);
+            let (k, a, b) = decoder.decode(i as usize);
             *cell = ((k * FE_END + a) * FE_END + b, (k * FE_END + b) * FE_END + a);
             crate::prefetch::prefetch(&kpp[cell.0]);
             crate::prefetch::prefetch(&kpp[cell.1]);

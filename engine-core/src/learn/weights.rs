@@ -122,6 +122,33 @@ pub fn untri_ascending(a: &mut usize, t: usize) -> (usize, usize) {
     (*a, t - (*a - 1) * (*a - 2) / 2 + 1)
 }
 
+/// Decodes KPP feature indices given in increasing order into `(king, a, b)`: the
+/// king's triangle is walked with [`untri_ascending`], restarting at each new king.
+pub struct SortedKppDecoder {
+    king: usize,
+    first: usize,
+}
+
+impl Default for SortedKppDecoder {
+    fn default() -> Self {
+        SortedKppDecoder { king: usize::MAX, first: 2 }
+    }
+}
+
+impl SortedKppDecoder {
+    /// `(k, a, b)` of KPP feature `i` (`KPP_BASE <= i < PATTERN_BASE`), `i` not below the
+    /// previous one.
+    #[inline]
+    pub fn decode(&mut self, i: usize) -> (usize, usize, usize) {
+        let (k, t) = ((i - KPP_BASE) / KPP_TRI, (i - KPP_BASE) % KPP_TRI);
+        if k != self.king {
+            (self.king, self.first) = (k, 2);
+        }
+        let (a, b) = untri_ascending(&mut self.first, t);
+        (k, a, b)
+    }
+}
+
 #[inline]
 pub fn kpp_index(k: usize, a: usize, b: usize) -> usize {
     KPP_BASE + k * KPP_TRI + tri(a, b)

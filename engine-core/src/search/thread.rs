@@ -186,14 +186,16 @@ impl SearchThread {
         let goes_on = self.game_start == *start
             && moves.starts_with(&self.game_moves)
             && self.keys.len() == self.game_moves.len() + 1
-            && self.evaluator.at_root(&self.estate);
+            && self.estate.at_root();
         if goes_on {
-            for &m in &moves[self.game_moves.len()..] {
+            let new_moves = &moves[self.game_moves.len()..];
+            for &m in new_moves {
                 let d = self.pos.do_move(m);
                 self.evaluator.advance_root(&mut self.estate, &d, &self.pos);
                 self.keys.push(self.pos.key());
                 self.checks.push(self.pos.in_check());
             }
+            self.game_moves.extend_from_slice(new_moves);
         } else {
             self.pos = *start;
             self.keys.clear();
@@ -206,10 +208,10 @@ impl SearchThread {
                 self.checks.push(self.pos.in_check());
             }
             self.evaluator.reset_state(&mut self.estate, &self.pos);
+            self.game_start = *start;
+            self.game_moves.clear();
+            self.game_moves.extend_from_slice(moves);
         }
-        self.game_start = *start;
-        self.game_moves.clear();
-        self.game_moves.extend_from_slice(moves);
     }
 
     /// Copies another thread's game (same position, history and evaluation state).
