@@ -165,13 +165,20 @@ impl Searcher {
     /// from the current position's sums, one incremental update a move. The current
     /// position is unchanged after.
     pub fn evaluate_after(&mut self, line: &[Move]) -> i32 {
-        let t = &mut self.threads[0];
-        let deltas: Vec<_> = line.iter().map(|&m| t.do_move(m)).collect();
-        let v = t.evaluator.evaluate(&mut t.estate, &t.pos).eval;
-        for d in deltas.iter().rev() {
-            t.undo_move(d);
+        // One frame per move keeps each move's delta for its undo without allocating: the
+        // learner calls this once per record.
+        fn walk(t: &mut SearchThread, line: &[Move]) -> i32 {
+            match line.split_first() {
+                None => t.evaluator.evaluate(&mut t.estate, &t.pos).eval,
+                Some((&m, rest)) => {
+                    let d = t.do_move(m);
+                    let v = walk(t, rest);
+                    t.undo_move(&d);
+                    v
+                }
+            }
         }
-        v
+        walk(&mut self.threads[0], line)
     }
 
     /// Iterative deepening within `limits`; `on_iteration` sees each finished depth.
