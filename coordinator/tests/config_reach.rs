@@ -259,6 +259,7 @@ fn checks() -> Vec<(&'static str, &'static str, &'static str, Check)> {
         k("adagrad", "eta_turn", "0.25", |r| v(r.cfg.learn.adagrad.eta_turn)),
         k("adagrad", "epsilon", "0.5", |r| v(r.cfg.learn.adagrad.epsilon)),
         k("adagrad", "eta_decay", "0.5", |r| v(r.cfg.learn.adagrad.eta_decay)),
+        k("adagrad", "eta_factors", "2.5", |r| v(r.cfg.learn.adagrad.eta_factors)),
         k("init", "kppt", "\"probe/kppt\"", |r| opt(&r.cfg.learn.init.kppt)),
         k("init", "weights", "\"probe/w.kw\"", |r| opt(&r.cfg.learn.init.weights)),
         k("init", "patterns", "\"probe/p.kpat\"", |r| opt(&r.cfg.learn.init.patterns)),

@@ -105,7 +105,7 @@ fn incremental_refresh_equals_full_recomputation() {
     let tmp = tmp_dir("factors-refresh");
     let mut w = WeightFile::create_factored(&tmp.path().join("w.kw"), 0, 0, ALL).unwrap();
     let layout = w.header.param_layout();
-    let cfg = AdaGradConfig { eta: 30.0, eta_turn: 8.0, epsilon: 1e-8, eta_decay: 1.0 };
+    let cfg = AdaGradConfig { eta: 30.0, eta_turn: 8.0, epsilon: 1e-8, eta_decay: 1.0, eta_factors: 1.0 };
     let mut tables = KpptTables::zeros();
     let recs = to_records(&game_records(3, 80, 21));
     let mut rng = Rng(9);
@@ -169,6 +169,61 @@ fn incremental_refresh_equals_full_recomputation() {
 
 /// The dependents of a parameter set, listed the plain way: every raw feature each
 /// parameter feeds, then sorted and deduplicated.
+/// `eta_factors` scales the factor parameters' steps (KP and PP, both parts) and nothing
+/// else: the raw features step as before, and every accumulator is the same.
+#[test]
+fn eta_factors_scales_only_the_factor_steps() {
+    let tmp = tmp_dir("factors-eta");
+    let recs = to_records(&game_records(2, 60, 33));
+    let mut raw = Vec::new();
+    for (n, rec) in recs.iter().enumerate() {
+        let mut active = Vec::new();
+        active_features(&rec.pos, rec.pos.side_to_move(), None, &mut Vec::new(), &mut active);
+        let g = if n % 3 == 0 { -0.7 } else { 0.4 };
+        raw.extend(active.iter().map(|a| (a.index, [g * a.sign[0], g * a.sign[1]])));
+    }
+    sort_and_sum(&mut raw, false);
+    let base = AdaGradConfig { eta: 3.0, eta_turn: 1.0, epsilon: 1e-8, eta_decay: 1.0, eta_factors: 1.0 };
+    let mut files = Vec::new();
+    for (n, scale) in [1.0, 3.0].into_iter().enumerate() {
+        let mut w = WeightFile::create_factored(&tmp.path().join(format!("w{n}.kw")), 0, 0, ALL).unwrap();
+        let layout = w.header.param_layout();
+        let cfg = AdaGradConfig { eta_factors: scale, ..base };
+        // Two updates, so the second step is scaled on top of a moved weight.
+        for u in 0..2 {
+            factors::apply_factored(&cfg, u, &layout, w.records_mut(), &raw, None);
+        }
+        files.push(w);
+    }
+    let layout = files[0].header.param_layout();
+    let raw_end = layout.raw_features();
+    let (one, three) = (files[0].records(), files[1].records());
+    assert_eq!(one.len(), three.len());
+    let (mut raw_moved, mut factors_moved) = (0, 0);
+    for (i, (a, b)) in one.iter().zip(three).enumerate() {
+        assert_eq!([a[2], a[3]], [b[2], b[3]], "accumulators of parameter {i}");
+        if i < raw_end {
+            assert_eq!(a, b, "raw feature {i}");
+            raw_moved += (a[0] != 0.0) as usize;
+        } else {
+            for part in 0..2 {
+                let want = 3.0 * a[part];
+                assert!(
+                    (b[part] - want).abs() <= 1e-5 * want.abs().max(1.0),
+                    "factor {i} part {part}: {} vs 3 x {}",
+                    b[part],
+                    a[part]
+                );
+            }
+            factors_moved += (a[0] != 0.0) as usize;
+        }
+    }
+    assert!(
+        raw_moved > 1000 && factors_moved > 1000,
+        "{raw_moved} raw, {factors_moved} factor parameters moved"
+    );
+}
+
 fn dependents_by_listing(layout: &ParamLayout, params: &[(u32, [f32; 2])]) -> Vec<u32> {
     let raw_end = layout.raw_features();
     let pp_base = raw_end + if layout.factors.kp { factors::KP_PARAMS } else { 0 };

@@ -55,7 +55,7 @@ fn adagrad_updates_only_touched_weights_at_a_cost_independent_of_table_size() {
     let dir = tmp.path();
     let mut w = WeightFile::create(&dir.join("w.kw"), 0, 0).unwrap();
     let mut t = KpptTables::zeros();
-    let cfg = AdaGradConfig { eta: 10.0, eta_turn: 2.0, epsilon: 1e-8, eta_decay: 1.0 };
+    let cfg = AdaGradConfig { eta: 10.0, eta_turn: 2.0, epsilon: 1e-8, eta_decay: 1.0, eta_factors: 1.0 };
     let k = 40;
     let (a, b) = (500usize, 90usize);
     let grads = vec![
@@ -365,7 +365,7 @@ fn parallel_adagrad_is_bit_identical_to_sequential() {
     use engine_core::learn::weights::{KKP_BASE, KPP_BASE, PATTERN_BASE};
     let tmp = tmp_dir("adagrad_par");
     let dir = tmp.path();
-    let cfg = AdaGradConfig { eta: 7.0, eta_turn: 1.5, epsilon: 1e-8, eta_decay: 0.99 };
+    let cfg = AdaGradConfig { eta: 7.0, eta_turn: 1.5, epsilon: 1e-8, eta_decay: 0.99, eta_factors: 1.0 };
     let mut rng = learn_util::Rng(17);
     let patterns = 50usize;
     let n = PATTERN_BASE + patterns;

@@ -47,11 +47,16 @@ pub struct AdaGradConfig {
     pub epsilon: f64,
     /// η is multiplied by `eta_decay^updates` (1.0 = constant).
     pub eta_decay: f64,
+    /// The factor parameters' step (KP and PP, see `factors`) as a multiple of the raw
+    /// features' (both parts). AdaGrad moves every parameter by about η per update whatever
+    /// its gradient, and a factor sums the gradients of up to thousands of raw features, so
+    /// it can be steadier than they are and bear a larger step.
+    pub eta_factors: f64,
 }
 
 impl Default for AdaGradConfig {
     fn default() -> Self {
-        AdaGradConfig { eta: 2.0, eta_turn: 0.5, epsilon: 1e-8, eta_decay: 1.0 }
+        AdaGradConfig { eta: 2.0, eta_turn: 0.5, epsilon: 1e-8, eta_decay: 1.0, eta_factors: 1.0 }
     }
 }
 
@@ -69,6 +74,15 @@ impl AdaGradConfig {
             return Err(ConfigError::invalid(
                 "[adagrad] epsilon",
                 format!("{} is not a finite number >= 0", self.epsilon),
+            ));
+        }
+        if !(self.eta_factors > 0.0 && self.eta_factors.is_finite()) {
+            return Err(ConfigError::invalid(
+                "[adagrad] eta_factors",
+                format!(
+                    "{} is not a finite number > 0 (1.0 steps the factors as the raw features)",
+                    self.eta_factors
+                ),
             ));
         }
         if !(self.eta_decay > 0.0 && self.eta_decay <= Self::MAX_ETA_DECAY) {
@@ -456,6 +470,9 @@ mod tests {
             AdaGradConfig { eta: f64::INFINITY, ..ok },
             AdaGradConfig { eta: 0.0, ..ok },
             AdaGradConfig { eta_turn: -0.5, ..ok },
+            AdaGradConfig { eta_factors: 0.0, ..ok },
+            AdaGradConfig { eta_factors: f64::NAN, ..ok },
+            AdaGradConfig { eta_factors: f64::INFINITY, ..ok },
             AdaGradConfig { epsilon: -1.0, ..ok },
             AdaGradConfig { epsilon: f64::NAN, ..ok },
         ] {

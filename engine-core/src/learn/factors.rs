@@ -461,6 +461,8 @@ pub fn apply_params(
     let (raw_records, factor_records) = records.split_at_mut(raw_end);
     let mut touched = apply_parallel(cfg, update_no, raw_records, &params[..cut], None);
     let (eta, eps) = super::adagrad::step_sizes(cfg, update_no);
+    let scale = cfg.eta_factors as f32;
+    let eta = [eta[0] * scale, eta[1] * scale];
     let factor_grads = &params[cut..];
     // Factor records in disjoint chunks of the index space, one rayon task each.
     const CHUNK: usize = 1 << 14;
