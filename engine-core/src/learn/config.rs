@@ -543,7 +543,7 @@ mod tests {
         );
         assert_eq!(
             c.learn.adagrad,
-            AdaGradConfig { eta: 1.0, eta_turn: 0.25, epsilon: 64.0, eta_decay: 1.0 }
+            AdaGradConfig { eta: 1.0, eta_turn: 0.25, epsilon: 64.0, eta_decay: 1.0, eta_factors: 1.0 }
         );
         assert_eq!(c.learn.loss, LossConfig { lambda: 0.5, eval_limit: 2000, skip_draws: true });
         assert_eq!(c.learn.init, InitConfig { kppt: Some("k".into()), ..InitConfig::default() });
