@@ -147,6 +147,13 @@ impl Core {
         self.layout
     }
 
+    /// A warning when `[adagrad] eta_factors` has nothing to scale (see
+    /// `AdaGradConfig::eta_factors_unused`).
+    pub fn eta_factors_warning(&self) -> Option<String> {
+        let factors = self.weights.lock().unwrap().file.header.factors;
+        self.cfg.learn.adagrad.eta_factors_unused(&factors)
+    }
+
     /// The run's pattern definitions as a file's bytes (empty: none).
     pub fn pattern_file(&self) -> &[u8] {
         &self.pattern_file

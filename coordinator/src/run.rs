@@ -156,6 +156,9 @@ pub fn run(core: Core, mut opts: RunOptions) -> Result<RunSummary, String> {
         {
             tracing::warn!("{w}");
         }
+        if let Some(w) = core.eta_factors_warning() {
+            tracing::warn!("{w}");
+        }
         let mut children = Vec::new();
         let usi_engine_args =
             crate::usi_engines_config::worker_args(&core.config().local_workers.usi_engines);

@@ -50,6 +50,9 @@ pub fn run(a: LearnArgs) -> CommandResult {
         }
         Trainer::new(cfg)?
     };
+    if let Some(w) = trainer.cfg.learn.adagrad.eta_factors_unused(&trainer.factorization()) {
+        eprintln!("warning: {w}");
+    }
     let bar = progress_bar(a.quiet);
     let start = std::time::Instant::now();
     let metrics = trainer.run(&mut |p| {

@@ -98,6 +98,19 @@ impl AdaGradConfig {
         }
         Ok(())
     }
+
+    /// A warning when `eta_factors` is set but the weights train no factor parameters (KP or
+    /// PP): it then changes nothing. The weights decide (a resumed run or one started from
+    /// `[init] weights` keeps its file's factors), so this is checked once they are open.
+    pub fn eta_factors_unused(&self, factors: &Factorization) -> Option<String> {
+        (self.eta_factors != 1.0 && !factors.kp && !factors.pp).then(|| {
+            format!(
+                "[adagrad] eta_factors = {} has no effect: these weights train no KP or PP factor \
+                 (set [init] factors = {{ kp = true, pp = true }} for a new run, or remove the key)",
+                self.eta_factors
+            )
+        })
+    }
 }
 
 /// `[init]`: where a new run's weights start, and the pattern features trained with them.
@@ -481,6 +494,21 @@ mod tests {
         }
         let e = AdaGradConfig { eta_decay: 1.1, ..ok }.check().unwrap_err();
         assert!(e.to_string().contains("eta_decay"), "{e}");
+    }
+
+    #[test]
+    fn eta_factors_without_factor_parameters_is_warned_about() {
+        let scaled = AdaGradConfig { eta_factors: 3.0, ..AdaGradConfig::default() };
+        let mirror_only = Factorization { mirror: true, kp: false, pp: false };
+        assert!(scaled.eta_factors_unused(&mirror_only).is_some_and(|w| w.contains("eta_factors = 3")));
+        assert!(scaled.eta_factors_unused(&Factorization::default()).is_some());
+        for with_factor in [
+            Factorization { mirror: false, kp: true, pp: false },
+            Factorization { mirror: false, kp: false, pp: true },
+        ] {
+            assert_eq!(scaled.eta_factors_unused(&with_factor), None);
+        }
+        assert_eq!(AdaGradConfig::default().eta_factors_unused(&mirror_only), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::bag_sample::{self, NclPeers};
 use super::checkpoint::{self, CheckpointError, CheckpointState, StateError};
 use super::config::LearnConfig;
 use super::data::{ShuffleStream, epoch_rng, manifest_records, resolve_shards};
-use super::factors;
+use super::factors::{self, Factorization};
 use super::files::{METRICS_FILE, WEIGHTS_FILE};
 use super::gradient::{self, BatchStats};
 use super::init::{evaluator_from_weights, load_patterns, new_run_weights_path, start_weights};
@@ -265,6 +265,11 @@ impl Trainer {
             // Bit-identical to `apply` (disjoint weight ranges in parallel).
             self.pool.install(|| adagrad::apply_parallel(&ada, update_no, records, grads, Some(&mut q)))
         }
+    }
+
+    /// The weights' dimension reduction (fixed when the file was made).
+    pub fn factorization(&self) -> Factorization {
+        self.weights.header.factors
     }
 
     /// Held-out metrics with the current evaluator.
