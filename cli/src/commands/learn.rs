@@ -96,6 +96,13 @@ fn progress_bar(quiet: bool) -> ProgressBar {
 /// `[bagging]`: the common phase, then one phase per player (see `learn::bagging`); run
 /// the same config again to continue an interrupted run.
 fn run_bagging(cfg: &LearnConfig, quiet: bool) -> CommandResult {
+    // A new run's factors are the config's; one from `[init] weights` keeps that file's,
+    // which every phase opens itself (and reports on if it cannot).
+    if cfg.learn.init.weights.is_none()
+        && let Some(w) = cfg.learn.adagrad.eta_factors_unused(&cfg.learn.init.factors)
+    {
+        eprintln!("warning: {w}");
+    }
     let bar = progress_bar(quiet);
     let start = std::time::Instant::now();
     let (dirs, last) = bagging::run(cfg, &mut |phase, p| {
