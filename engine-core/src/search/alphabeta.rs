@@ -8,8 +8,8 @@
 //! order with, per move, late-move (move-count) pruning, futility pruning,
 //! continuation-history pruning and SEE pruning at shallow depth, singular extension of
 //! the TT move (with multi-cut), a bounded check extension, and late-move reductions from
-//! a log-log table adjusted by the move's history, the node type and whether the
-//! evaluation is improving.
+//! a log-log table adjusted by the move's history, the node type, whether the
+//! evaluation is improving and how often moves one ply down failed high.
 //!
 //! Shogi is not chess here: mating attacks are strings of quiet checks, launched by the
 //! side that is often behind in material. So move-count pruning never drops a quiet check
@@ -139,6 +139,7 @@ impl SearchThread {
         self.stack[f].move_count = 0;
         self.stack[f].double_extensions = self.stack[f - 1].double_extensions;
         self.stack[f + 2].killers = [Move::NONE; 2];
+        self.stack[f + 2].cutoff_count = 0;
         self.stack[f + 1].excluded = Move::NONE;
         let prev = self.stack[f - 1];
         let prior_capture = prev.captured;
@@ -505,6 +506,11 @@ impl SearchThread {
                         r += 1;
                     }
                 }
+                // One ply down (this node's earlier children and their cousins), moves
+                // failed high often: that level's moves are refuted easily.
+                if self.stack[f + 1].cutoff_count > 3 {
+                    r += 1;
+                }
                 let d = (new_depth - r).clamp(1, new_depth.max(1));
                 value = -self.search::<false>(-(alpha + 1), -alpha, d, ply + 1, true);
                 do_full_depth = value > alpha && d < new_depth;
@@ -560,6 +566,7 @@ impl SearchThread {
                     if PV && value < beta {
                         alpha = value;
                     } else {
+                        self.stack[f].cutoff_count += 1 + tt_mv.is_none() as i32;
                         break;
                     }
                 }

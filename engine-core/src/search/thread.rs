@@ -39,6 +39,10 @@ pub(super) struct Frame {
     pub in_check: bool,
     pub tt_pv: bool,
     pub double_extensions: i32,
+    /// Beta cutoffs at this ply since the node two plies up began (a TT-move-less cutoff
+    /// counts twice): many mean the moves here are refuted easily, so the node one ply up
+    /// reduces its later moves more.
+    pub cutoff_count: i32,
 }
 
 impl Default for Frame {
@@ -56,6 +60,7 @@ impl Default for Frame {
             in_check: false,
             tt_pv: false,
             double_extensions: 0,
+            cutoff_count: 0,
         }
     }
 }
