@@ -4,8 +4,9 @@
 //! Main search: the TT move; captures that do not lose material by SEE (ordered by the
 //! captured value and the capture history); the two killers and the counter-move; quiet
 //! moves by history (butterfly plus continuation histories one, two and four plies
-//! back); the losing captures last. In check, every evasion, captures first. Quiescence:
-//! captures only (recaptures only, deep in quiescence), or every evasion in check.
+//! back) and by threats from cheaper enemy pieces; the losing captures last. In check,
+//! every evasion, captures first. Quiescence: captures only (recaptures only, deep in
+//! quiescence), or every evasion in check.
 //!
 //! Non-promotions of pawns, bishops and rooks that could promote are never generated
 //! below the root: the promoted piece moves at least as well and cannot be worse to
@@ -14,6 +15,7 @@
 use super::history::{History, cont_row};
 use super::see::{captured_value, see_ge};
 use crate::eval::material::piece_value;
+use crate::rules::attacks::{attacks_from, pawn_attacks};
 use crate::rules::{Bitboard, CheckInfo, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
 
 #[derive(Clone, Copy, Default)]
@@ -54,6 +56,46 @@ pub fn is_inferior_non_promotion(m: Move) -> bool {
         PieceType::Pawn => zone.contains(m.to()),
         PieceType::Bishop | PieceType::Rook => zone.contains(m.to()) || zone.contains(m.from()),
         _ => false,
+    }
+}
+
+/// What a quiet move's order gains by taking a piece out of a cheaper piece's attack, and
+/// loses by putting one under it: an eighth of the history scores' range.
+const THREAT_BONUS: i32 = 16384;
+
+/// The squares the opponent of the side to move attacks with cheap pieces.
+struct Threats {
+    /// With pawns: a threat to every other piece.
+    by_pawns: Bitboard,
+    /// With pawns, lances, knights, silvers, golds and promoted small pieces: a threat to
+    /// bishops and rooks.
+    by_minors: Bitboard,
+}
+
+impl Threats {
+    fn of_opponent(pos: &Position) -> Threats {
+        let them = pos.side_to_move().opponent();
+        let mut by_pawns = Bitboard::EMPTY;
+        for sq in pos.pieces(them, PieceType::Pawn).iter() {
+            by_pawns |= pawn_attacks(them, sq);
+        }
+        let mut by_minors = by_pawns;
+        let occupied = pos.occupied();
+        for pt in [
+            PieceType::Lance,
+            PieceType::Knight,
+            PieceType::Silver,
+            PieceType::Gold,
+            PieceType::ProPawn,
+            PieceType::ProLance,
+            PieceType::ProKnight,
+            PieceType::ProSilver,
+        ] {
+            for sq in pos.pieces(them, pt).iter() {
+                by_minors |= attacks_from(pos.piece_on(sq), sq, occupied);
+            }
+        }
+        Threats { by_pawns, by_minors }
     }
 }
 
@@ -234,7 +276,10 @@ impl MovePicker {
         }
     }
 
-    fn score_quiets(&mut self, history: &History) {
+    /// History, then (in the main search) threats: a piece that a cheaper enemy piece
+    /// attacks gains by leaving its square and loses by moving (or being dropped) onto
+    /// such a square. Quiescence orders its quiet checks by history only.
+    fn score_quiets(&mut self, history: &History, threats: Option<&Threats>) {
         let [r1, r2, r4] = self.cont_rows;
         for i in self.cur..self.end {
             let mut sm = self.get(i);
@@ -242,6 +287,19 @@ impl MovePicker {
             let row = cont_row(m);
             sm.score =
                 history.main(m) + 2 * history.cont(r1, row) + history.cont(r2, row) + history.cont(r4, row);
+            let attacked = match (threats, m.moved_piece().piece_type()) {
+                (None, _) | (_, PieceType::Pawn) => Bitboard::EMPTY,
+                (Some(t), PieceType::Bishop | PieceType::Rook | PieceType::Horse | PieceType::Dragon) => {
+                    t.by_minors
+                }
+                (Some(t), _) => t.by_pawns,
+            };
+            if !m.is_drop() && attacked.contains(m.from()) {
+                sm.score += THREAT_BONUS;
+            }
+            if attacked.contains(m.to()) {
+                sm.score -= THREAT_BONUS;
+            }
             self.set(i, sm);
         }
     }
@@ -375,7 +433,7 @@ impl MovePicker {
                             _ => pos.generate_quiets(&mut list),
                         }
                         self.append(&list, false);
-                        self.score_quiets(history);
+                        self.score_quiets(history, Some(&Threats::of_opponent(pos)));
                         self.partial_sort(-3000 * self.depth);
                     }
                     self.stage = Stage::Quiet;
@@ -434,7 +492,7 @@ impl MovePicker {
                     self.cur = 0;
                     self.end = 0;
                     self.append(&list, false);
-                    self.score_quiets(history);
+                    self.score_quiets(history, None);
                     self.partial_sort(i32::MIN);
                     self.stage = Stage::QsChecks;
                 }
