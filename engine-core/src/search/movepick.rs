@@ -60,7 +60,7 @@ pub fn is_inferior_non_promotion(m: Move) -> bool {
 }
 
 /// What a quiet move's order gains by taking a piece out of a cheaper piece's attack, and
-/// loses by putting one under it: an eighth of the history scores' range.
+/// loses by putting one under it: about an eighth of the highest history score.
 const THREAT_BONUS: i32 = 16384;
 
 /// The squares the opponent of the side to move attacks with cheap pieces.
@@ -68,7 +68,7 @@ struct Threats {
     /// With pawns: a threat to every other piece.
     by_pawns: Bitboard,
     /// With pawns, lances, knights, silvers, golds and promoted small pieces: a threat to
-    /// bishops and rooks.
+    /// bishops, rooks, horses and dragons.
     by_minors: Bitboard,
 }
 
