@@ -265,6 +265,18 @@ pub fn pawn_attacks(color: Color, sq: Square) -> Bitboard {
     TABLES.step[color.index()][PieceType::Pawn.index()][sq.index()]
 }
 
+/// Every square that some pawn of `pawns` (all of `color`) attacks: one shift, since a
+/// pawn attacks the next square of its file and a file's squares are contiguous bits.
+/// Pawns on their last rank (never legal) are masked so that none wraps into another file.
+#[inline]
+pub fn pawns_attacks(color: Color, pawns: Bitboard) -> Bitboard {
+    let movable = pawns.and_not(Bitboard::dead_ranks(color, 1));
+    match color {
+        Color::Black => Bitboard(movable.0 >> 1),
+        Color::White => Bitboard(movable.0 << 1),
+    }
+}
+
 #[inline]
 pub fn knight_attacks(color: Color, sq: Square) -> Bitboard {
     TABLES.step[color.index()][PieceType::Knight.index()][sq.index()]
@@ -373,6 +385,34 @@ mod tests {
 
     fn slow_slider(sq: Square, occ: Bitboard, dirs: &[(i32, i32)]) -> Bitboard {
         dirs.iter().fold(Bitboard::EMPTY, |acc, &(df, dr)| acc | Bitboard(ray(sq.index(), df, dr, occ.0)))
+    }
+
+    /// The one-shift form agrees with the per-square table for single pawns on every square
+    /// (none on the last rank, which a pawn never reaches) and for scattered pawn sets.
+    #[test]
+    fn pawns_attacks_is_the_union_of_pawn_attacks() {
+        for color in [Color::Black, Color::White] {
+            let dead = Bitboard::dead_ranks(color, 1);
+            for sq in Square::all() {
+                let expected = if dead.contains(sq) { Bitboard::EMPTY } else { pawn_attacks(color, sq) };
+                assert_eq!(pawns_attacks(color, Bitboard::from_square(sq)), expected, "{color:?} {sq:?}");
+            }
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            for _ in 0..1000 {
+                let mut pawns = Bitboard::EMPTY;
+                for sq in Square::all() {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    if state >> 61 == 0 {
+                        pawns.set(sq);
+                    }
+                }
+                let union = pawns
+                    .iter()
+                    .filter(|&sq| !dead.contains(sq))
+                    .fold(Bitboard::EMPTY, |acc, sq| acc | pawn_attacks(color, sq));
+                assert_eq!(pawns_attacks(color, pawns), union);
+            }
+        }
     }
 
     /// Every occupancy of every line through every square, the slider's own square

@@ -15,7 +15,7 @@
 use super::history::{History, cont_row};
 use super::see::{captured_value, see_ge};
 use crate::eval::material::piece_value;
-use crate::rules::attacks::{attacks_from, pawn_attacks};
+use crate::rules::attacks::{attacks_from, pawns_attacks};
 use crate::rules::{Bitboard, CheckInfo, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
 
 #[derive(Clone, Copy, Default)]
@@ -75,10 +75,7 @@ struct Threats {
 impl Threats {
     fn of_opponent(pos: &Position) -> Threats {
         let them = pos.side_to_move().opponent();
-        let mut by_pawns = Bitboard::EMPTY;
-        for sq in pos.pieces(them, PieceType::Pawn).iter() {
-            by_pawns |= pawn_attacks(them, sq);
-        }
+        let by_pawns = pawns_attacks(them, pos.pieces(them, PieceType::Pawn));
         let mut by_minors = by_pawns;
         let occupied = pos.occupied();
         for pt in [
