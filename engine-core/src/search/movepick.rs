@@ -181,7 +181,7 @@ impl MovePicker {
     /// Whether a quiet move is still wanted.
     #[inline]
     fn quiet_wanted(&self, m: Move) -> bool {
-        !self.skip_quiets || self.keep_checks.is_some_and(|c| c.gives_check(m))
+        !self.skip_quiets || self.keep_checks.as_ref().is_some_and(|c| c.gives_check(m))
     }
 
     /// For the main search. `tt_move` must be legal in `pos` (or NONE).
@@ -425,8 +425,8 @@ impl MovePicker {
                     self.end = self.bad_end;
                     if !self.skip_quiets || self.keep_checks.is_some() {
                         let mut list = MoveList::new();
-                        match self.keep_checks {
-                            Some(checks) if self.skip_quiets => pos.generate_quiet_checks(&mut list, &checks),
+                        match &self.keep_checks {
+                            Some(checks) if self.skip_quiets => pos.generate_quiet_checks(&mut list, checks),
                             _ => pos.generate_quiets(&mut list),
                         }
                         self.append(&list, false);
@@ -483,9 +483,9 @@ impl MovePicker {
                     self.stage = if self.qs_checks.is_some() { Stage::QsChecksInit } else { Stage::Done };
                 }
                 Stage::QsChecksInit => {
-                    let checks = self.qs_checks.expect("set with the stage");
+                    let checks = self.qs_checks.as_ref().expect("set with the stage");
                     let mut list = MoveList::new();
-                    pos.generate_quiet_checks(&mut list, &checks);
+                    pos.generate_quiet_checks(&mut list, checks);
                     self.cur = 0;
                     self.end = 0;
                     self.append(&list, false);
