@@ -15,7 +15,7 @@
 use super::history::{History, cont_row};
 use super::see::{captured_value, see_ge};
 use crate::eval::material::piece_value;
-use crate::rules::attacks::{attacks_from, pawns_attacks};
+use crate::rules::attacks::{gold_attacks, knight_attacks, lance_attacks, pawns_attacks, silver_attacks};
 use crate::rules::{Bitboard, CheckInfo, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
 
 #[derive(Clone, Copy, Default)]
@@ -77,20 +77,25 @@ impl Threats {
         let them = pos.side_to_move().opponent();
         let by_pawns = pawns_attacks(them, pos.pieces(them, PieceType::Pawn));
         let mut by_minors = by_pawns;
+        // One loop per way of moving (gold and the promoted small pieces move alike), with
+        // that move's own table: no dispatch on the piece at every square.
         let occupied = pos.occupied();
-        for pt in [
-            PieceType::Lance,
-            PieceType::Knight,
-            PieceType::Silver,
-            PieceType::Gold,
-            PieceType::ProPawn,
-            PieceType::ProLance,
-            PieceType::ProKnight,
-            PieceType::ProSilver,
-        ] {
-            for sq in pos.pieces(them, pt).iter() {
-                by_minors |= attacks_from(pos.piece_on(sq), sq, occupied);
-            }
+        for sq in pos.pieces(them, PieceType::Lance).iter() {
+            by_minors |= lance_attacks(them, sq, occupied);
+        }
+        for sq in pos.pieces(them, PieceType::Knight).iter() {
+            by_minors |= knight_attacks(them, sq);
+        }
+        for sq in pos.pieces(them, PieceType::Silver).iter() {
+            by_minors |= silver_attacks(them, sq);
+        }
+        let gold_movers = pos.pieces(them, PieceType::Gold)
+            | pos.pieces(them, PieceType::ProPawn)
+            | pos.pieces(them, PieceType::ProLance)
+            | pos.pieces(them, PieceType::ProKnight)
+            | pos.pieces(them, PieceType::ProSilver);
+        for sq in gold_movers.iter() {
+            by_minors |= gold_attacks(them, sq);
         }
         Threats { by_pawns, by_minors }
     }
@@ -569,6 +574,41 @@ mod tests {
             }
         }
         assert!(pickers >= 600);
+    }
+
+    /// The threats by piece kind agree with the union of every cheap enemy piece's
+    /// attacks, computed piece by piece.
+    #[test]
+    fn threats_are_the_cheap_pieces_attacks() {
+        use crate::rules::attacks::{attacks_from, pawn_attacks};
+        let suite = crate::rules::random_walk::capture_heavy_suite(200, 16);
+        let mut promoted_seen = 0;
+        for pos in &suite {
+            let them = pos.side_to_move().opponent();
+            let (mut pawns, mut minors) = (Bitboard::EMPTY, Bitboard::EMPTY);
+            for sq in pos.pieces_of(them).iter() {
+                let piece = pos.piece_on(sq);
+                match piece.piece_type() {
+                    PieceType::Pawn => pawns |= pawn_attacks(them, sq),
+                    PieceType::Lance
+                    | PieceType::Knight
+                    | PieceType::Silver
+                    | PieceType::Gold
+                    | PieceType::ProPawn
+                    | PieceType::ProLance
+                    | PieceType::ProKnight
+                    | PieceType::ProSilver => {
+                        promoted_seen += piece.piece_type().is_promoted() as usize;
+                        minors |= attacks_from(piece, sq, pos.occupied());
+                    }
+                    _ => {}
+                }
+            }
+            let t = Threats::of_opponent(pos);
+            assert_eq!(t.by_pawns, pawns, "{}", pos.to_sfen());
+            assert_eq!(t.by_minors, pawns | minors, "{}", pos.to_sfen());
+        }
+        assert!(promoted_seen > 50, "{promoted_seen} promoted small pieces");
     }
 
     /// The partition + stable sort puts moves in the same order as the insertion sort
