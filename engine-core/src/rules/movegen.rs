@@ -438,13 +438,32 @@ impl Position {
         let mut squares = [Bitboard::EMPTY; 15];
         if let Some(k) = self.king_square(us.opponent()) {
             let occ = self.occupied();
+            let them = us.opponent();
             // A piece of ours on square s attacks k exactly when the same kind of the
-            // opponent's on k would attack s (the step sets are mirror images).
-            for pt in PieceType::ALL {
-                if pt != PieceType::King {
-                    squares[pt.index()] = attacks_from(Piece::new(us.opponent(), pt), k, occ);
-                }
+            // opponent's on k would attack s (the step sets are mirror images). Each way of
+            // moving is computed once: golds and the promoted small pieces share one set,
+            // horses and dragons add the king's steps to the bishop's and rook's.
+            let gold = gold_attacks(them, k);
+            let bishop = bishop_attacks(k, occ);
+            let rook = rook_attacks(k, occ);
+            let king = king_attacks(k);
+            squares[PieceType::Pawn.index()] = pawn_attacks(them, k);
+            squares[PieceType::Lance.index()] = lance_attacks(them, k, occ);
+            squares[PieceType::Knight.index()] = knight_attacks(them, k);
+            squares[PieceType::Silver.index()] = silver_attacks(them, k);
+            squares[PieceType::Bishop.index()] = bishop;
+            squares[PieceType::Rook.index()] = rook;
+            for pt in [
+                PieceType::Gold,
+                PieceType::ProPawn,
+                PieceType::ProLance,
+                PieceType::ProKnight,
+                PieceType::ProSilver,
+            ] {
+                squares[pt.index()] = gold;
             }
+            squares[PieceType::Horse.index()] = bishop | king;
+            squares[PieceType::Dragon.index()] = rook | king;
         }
         CheckInfo {
             discoverers: self.discovered_check_candidates(),
@@ -605,6 +624,24 @@ mod tests {
             }
         }
         assert_eq!(accepted, 207);
+    }
+
+    #[test]
+    fn check_info_squares_are_each_kinds_attacks_from_the_king() {
+        let suite = crate::rules::random_walk::capture_heavy_suite(200, 21);
+        for pos in &suite {
+            let info = pos.check_info();
+            let them = pos.side_to_move().opponent();
+            let Some(k) = pos.king_square(them) else { continue };
+            for pt in PieceType::ALL {
+                let want = if pt == PieceType::King {
+                    Bitboard::EMPTY
+                } else {
+                    attacks_from(Piece::new(them, pt), k, pos.occupied())
+                };
+                assert_eq!(info.squares[pt.index()], want, "{pt:?} in {}", pos.to_sfen());
+            }
+        }
     }
 
     #[test]
