@@ -89,12 +89,7 @@ impl Threats {
         for sq in pos.pieces(them, PieceType::Silver).iter() {
             by_minors |= silver_attacks(them, sq);
         }
-        let gold_movers = pos.pieces(them, PieceType::Gold)
-            | pos.pieces(them, PieceType::ProPawn)
-            | pos.pieces(them, PieceType::ProLance)
-            | pos.pieces(them, PieceType::ProKnight)
-            | pos.pieces(them, PieceType::ProSilver);
-        for sq in gold_movers.iter() {
+        for sq in (pos.gold_movers() & pos.pieces_of(them)).iter() {
             by_minors |= gold_attacks(them, sq);
         }
         Threats { by_pawns, by_minors }
