@@ -1,6 +1,7 @@
 //! The `keima` command. Each subcommand lives in `commands/`; this file only parses the
 //! command line and reports errors.
 
+mod closed_stdout;
 mod commands;
 
 use clap::{Parser, Subcommand};
@@ -62,6 +63,28 @@ enum Command {
     Dobutsu(commands::dobutsu::DobutsuCommand),
 }
 
+impl Command {
+    /// Commands that write only to stdout, stderr and files: they may end as soon as
+    /// their reader goes away (see `closed_stdout`). The others write to engines or peers.
+    fn only_prints(&self) -> bool {
+        matches!(
+            self,
+            Command::Perft(_)
+                | Command::Moves(_)
+                | Command::Records(_)
+                | Command::Eval(_)
+                | Command::Patterns(_)
+                | Command::Bench(_)
+                | Command::ConsultStats(_)
+                | Command::MatchStats(_)
+                | Command::Weights(_)
+                | Command::Export(_)
+                | Command::Plot(_)
+                | Command::Dobutsu(_)
+        )
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -73,6 +96,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if cli.command.only_prints() {
+        closed_stdout::end_quietly_when_stdout_closes();
+    }
     let result = match cli.command {
         Command::Perft(args) => commands::perft::run(args),
         Command::Moves(args) => commands::moves::run(args),

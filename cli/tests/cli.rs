@@ -15,6 +15,24 @@ fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
+/// A printing command whose reader has gone ends as Unix tools do, killed by SIGPIPE,
+/// instead of panicking ("failed printing to stdout", exit code 101).
+#[cfg(unix)]
+#[test]
+fn printing_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_keima"))
+        .args(["moves", "--sfen", "startpos"])
+        .stdout(writer)
+        .output()
+        .expect("run keima");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "status {:?}, stderr: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn perft_json() {
     let (code, out, _) = keima(&["perft", "--sfen", "startpos", "--depth", "3", "--json"]);

@@ -15,4 +15,5 @@ pub mod records;
 pub mod rng;
 pub mod rules;
 pub mod search;
+pub mod sigpipe;
 pub mod teacher;
