@@ -1,7 +1,6 @@
 //! The `keima` command. Each subcommand lives in `commands/`; this file only parses the
 //! command line and reports errors.
 
-mod closed_stdout;
 mod commands;
 
 use clap::{Parser, Subcommand};
@@ -64,8 +63,12 @@ enum Command {
 }
 
 impl Command {
-    /// Commands that write only to stdout, stderr and files: they may end as soon as
-    /// their reader goes away (see `closed_stdout`). The others write to engines or peers.
+    /// Commands that write only to stdout, stderr and files. They end quietly, killed by
+    /// SIGPIPE as Unix tools are, when their reader goes away (`keima bench | head -1`),
+    /// instead of panicking in `println!`. The others keep SIGPIPE ignored: `match` and the
+    /// workers' match jobs write to engines they started, whose death must be an error
+    /// they report, not the end of the match; `train`, `worker` and `status` talk to peers;
+    /// `usi`, `gensfen` and `learn` are left as they were.
     fn only_prints(&self) -> bool {
         matches!(
             self,
@@ -97,7 +100,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     if cli.command.only_prints() {
-        closed_stdout::end_quietly_when_stdout_closes();
+        engine_core::sigpipe::restore_default_sigpipe();
     }
     let result = match cli.command {
         Command::Perft(args) => commands::perft::run(args),
