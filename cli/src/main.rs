@@ -63,7 +63,9 @@ enum Command {
 }
 
 impl Command {
-    /// Commands that write only to stdout, stderr and files. They end quietly, killed by
+    /// Commands that write only to stdout, stderr and files (and, for `bench coordinator`,
+    /// to its own clients over local sockets, whose writes never raise SIGPIPE: Rust sends
+    /// with MSG_NOSIGNAL). They end quietly, killed by
     /// SIGPIPE as Unix tools are, when their reader goes away (`keima bench | head -1`),
     /// instead of panicking in `println!`. The others keep SIGPIPE ignored: `match` and the
     /// workers' match jobs write to engines they started, whose death must be an error
