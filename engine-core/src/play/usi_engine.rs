@@ -12,7 +12,7 @@ use crate::eval::Evaluator;
 use crate::eval::kppt_file::{load_kppt_dir, read_kppt_dir};
 use crate::eval::patterns::file as pattern_file;
 use crate::rules::{Color, Move, Position, UsiPosition};
-use crate::search::{Info, SearchOptions, SearchResult, Searcher, TranspositionTable};
+use crate::search::{Info, SearchOptions, SearchParams, SearchResult, Searcher, TranspositionTable};
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,6 +98,8 @@ pub struct UsiEngine<W: Write + Send + 'static> {
     contempt: i32,
     /// `CorrectionHistory`: see `SearchOptions::correction_history`; `None` is `auto`.
     correction_history: Option<bool>,
+    /// `SearchParams`: the search's tunable numbers (`name=value,...`; empty: defaults).
+    search_params: SearchParams,
     loaded: Option<(String, String)>,
     evaluator: Option<Arc<Evaluator>>,
     tt: Option<(usize, Arc<TranspositionTable>)>,
@@ -124,6 +126,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             network_delay_ms: DEFAULT_NETWORK_DELAY_MS,
             contempt: 0,
             correction_history: None,
+            search_params: SearchParams::default(),
             loaded: None,
             evaluator: None,
             tt: None,
@@ -184,6 +187,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                     "option name Contempt type spin default 0 min -{MAX_CONTEMPT} max {MAX_CONTEMPT}"
                 ));
                 self.say("option name CorrectionHistory type combo default auto var auto var true var false");
+                self.say("option name SearchParams type string default <empty>");
                 for line in consult::USI_OPTIONS {
                     self.say(line);
                 }
@@ -283,6 +287,10 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 }
                 _ => Err(format!("option CorrectionHistory: expected auto, true or false, got {value:?}")),
             },
+            // A bad list changes nothing: the engine keeps the parameters it had.
+            "searchparams" => SearchParams::parse(value).map(|p| self.search_params = p).map_err(|e| {
+                format!("option SearchParams: {e}; keeping {:?}", self.search_params.overrides())
+            }),
             "usi_ponder" => Ok(()),
             _ => Err(format!("unknown option {name:?}")),
         };
@@ -379,6 +387,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         let mut searcher = self.searcher.take().expect("searcher ready");
         searcher.options.contempt = self.contempt;
         searcher.options.correction_history = self.correction_history_with(searcher.evaluator());
+        searcher.options.params = self.search_params;
         searcher.set_position(&self.start, &self.moves);
         let side = searcher.position().side_to_move();
         let (limits, clock, unbounded) = search_limits(&params, side, self.network_delay_ms);
@@ -410,6 +419,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         players.iter_mut().for_each(|p| {
             p.options.contempt = self.contempt;
             p.options.correction_history = self.correction_history_with(p.evaluator());
+            p.options.params = self.search_params;
         });
         let key = (self.consult.clone(), self.hash_mib);
         let (limits, clock, unbounded) = search_limits(&params, self.start_side(), self.network_delay_ms);
@@ -660,6 +670,23 @@ mod tests {
         engine.handle_line("setoption name CorrectionHistory value false");
         assert!(!engine.correction_history_with(&patterns_only));
         engine.handle_line("setoption name CorrectionHistory value auto");
+
+        // SearchParams: another set is another (deterministic) tree; a bad list is refused
+        // by name and changes nothing; the empty value is the defaults again.
+        engine.handle_line("setoption name SearchParams value rfp_margin=120,lmr_scale=2400");
+        assert_eq!(buf.take(), "");
+        let tuned = nodes_at_depth_8(&mut engine, &buf);
+        assert_ne!(tuned, auto, "the parameters changed nothing");
+        engine.handle_line("setoption name SearchParams value rfp_margin=120,no_such=3");
+        let refused = buf.take();
+        assert!(
+            refused
+                .starts_with("info string error: option SearchParams: unknown search parameter \"no_such\"")
+        );
+        assert!(refused.contains("keeping \"rfp_margin=120,lmr_scale=2400\""), "{refused}");
+        assert_eq!(nodes_at_depth_8(&mut engine, &buf), tuned);
+        engine.handle_line("setoption name SearchParams value <empty>");
+        assert_eq!(nodes_at_depth_8(&mut engine, &buf), auto);
 
         // Declaration and resignation.
         engine.handle_line("position sfen GGSS1SSGG/+R3K3+B/9/9/9/9/9/9/4k4 b 10P 1");

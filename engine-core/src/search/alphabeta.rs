@@ -33,32 +33,6 @@ use super::thread::{STACK_OFFSET, SearchThread};
 use super::tt::{Bound, DEPTH_NONE, TtEntry, tt_move};
 use crate::rules::game::can_declare_win;
 use crate::rules::{Move, PieceType};
-use std::sync::OnceLock;
-
-/// `REDUCTIONS[i]` ≈ 21.5·ln(i): the reduction of move `m` at depth `d` is about
-/// `REDUCTIONS[d]·REDUCTIONS[m] / 1024` plies.
-fn reductions() -> &'static [i32; 256] {
-    static TABLE: OnceLock<[i32; 256]> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = [0; 256];
-        for (i, r) in t.iter_mut().enumerate().skip(1) {
-            *r = (21.5 * (i as f64).ln()) as i32;
-        }
-        t
-    })
-}
-
-#[inline]
-fn reduction(improving: bool, depth: i32, move_count: i32) -> i32 {
-    let t = reductions();
-    let r = t[depth.clamp(0, 255) as usize] * t[move_count.clamp(0, 255) as usize];
-    (r + 509) / 1024 + (!improving && r > 894) as i32
-}
-
-#[inline]
-fn futility_margin(depth: i32, improving: bool) -> i32 {
-    170 * (depth - improving as i32)
-}
 
 #[inline]
 fn futility_move_count(improving: bool, depth: i32) -> i32 {
@@ -75,6 +49,15 @@ fn is_tactical(capture: bool, m: Move) -> bool {
 }
 
 impl SearchThread {
+    /// The late-move reduction of move number `move_count` at `depth`, in plies.
+    #[inline]
+    fn reduction(&self, improving: bool, depth: i32, move_count: i32) -> i32 {
+        let t = &self.reductions;
+        let p = &self.options.params;
+        let r = t[depth.clamp(0, 255) as usize] * t[move_count.clamp(0, 255) as usize];
+        (r + p.lmr_base) / 1024 + (!improving && r > p.lmr_nonimproving) as i32
+    }
+
     pub(super) fn update_pv(&mut self, ply: usize, m: Move) {
         let (head, tail) = self.pv.split_at_mut(ply + 1);
         let line = &mut head[ply];
@@ -274,7 +257,10 @@ impl SearchThread {
 
         if !in_check && !root && self.options.pruning {
             // Reverse futility: far above beta, a quiet move will not drop below it.
-            if !PV && depth < 9 && eval - futility_margin(depth, improving) >= beta && eval < MATE_IN_MAX_PLY
+            if !PV
+                && depth < self.options.params.rfp_depth
+                && eval - self.options.params.rfp_margin * (depth - improving as i32) >= beta
+                && eval < MATE_IN_MAX_PLY
             {
                 return eval;
             }
@@ -286,10 +272,14 @@ impl SearchThread {
                 && prev.stat_score < 23000
                 && eval >= beta
                 && eval >= static_eval
-                && static_eval >= beta - 25 * depth - 25 * improving as i32 + 80 * tt_pv as i32 + 160
+                && static_eval
+                    >= beta - self.options.params.nmp_depth_mul * depth - 25 * improving as i32
+                        + 80 * tt_pv as i32
+                        + self.options.params.nmp_margin
                 && (ply as i32 >= self.nmp_min_ply || self.pos.side_to_move() != self.nmp_color)
             {
-                let r = ((eval - beta) / 170).min(3) + depth / 3 + 4;
+                let p = &self.options.params;
+                let r = ((eval - beta) / p.nmp_eval_div).min(3) + depth / 3 + p.nmp_reduction;
                 self.stack[f].current_move = Move::NONE;
                 self.stack[f].null_move = true;
                 self.stack[f].captured = false;
@@ -381,17 +371,22 @@ impl SearchThread {
                         continue;
                     }
                 }
-                let lmr_depth = (new_depth - reduction(improving, depth, move_count)).max(0);
+                let lmr_depth = (new_depth - self.reduction(improving, depth, move_count)).max(0);
+                let p = &self.options.params;
                 if tactical || gives_check {
                     if capture
                         && !gives_check
                         && !in_check
                         && lmr_depth < 6
-                        && static_eval + 80 + 110 * lmr_depth + captured_value(&self.pos, m) <= alpha
+                        && static_eval
+                            + p.fut_capture_base
+                            + p.fut_capture_mul * lmr_depth
+                            + captured_value(&self.pos, m)
+                            <= alpha
                     {
                         continue;
                     }
-                    if !see_ge(&self.pos, m, -200 * depth) {
+                    if !see_ge(&self.pos, m, -p.see_capture_mul * depth) {
                         continue;
                     }
                 } else {
@@ -401,10 +396,14 @@ impl SearchThread {
                     {
                         continue;
                     }
-                    if !in_check && lmr_depth < 7 && static_eval + 230 + 140 * lmr_depth <= alpha {
+                    if !in_check
+                        && lmr_depth < 7
+                        && static_eval + p.fut_quiet_base + p.fut_quiet_mul * lmr_depth <= alpha
+                    {
                         continue;
                     }
-                    if !see_ge(&self.pos, m, -(29 - lmr_depth.min(18)) * lmr_depth * lmr_depth) {
+                    if !see_ge(&self.pos, m, -(p.see_quiet_base - lmr_depth.min(18)) * lmr_depth * lmr_depth)
+                    {
                         continue;
                     }
                 }
@@ -424,7 +423,7 @@ impl SearchThread {
                 && e.depth >= depth - 3
             {
                 // Singular extension: is the TT move much better than every other move?
-                let singular_beta = tt_value - 2 * depth;
+                let singular_beta = tt_value - self.options.params.singular_margin * depth / 16;
                 let singular_depth = (depth - 1) / 2;
                 self.stack[f].excluded = m;
                 let v = self.search::<false>(singular_beta - 1, singular_beta, singular_depth, ply, cut_node);
@@ -436,7 +435,10 @@ impl SearchThread {
                 if v < singular_beta {
                     extension = 1;
                     singular_quiet_lmr = !tt_capture;
-                    if !PV && v < singular_beta - 80 && self.stack[f].double_extensions <= 6 {
+                    if !PV
+                        && v < singular_beta - self.options.params.double_ext_margin
+                        && self.stack[f].double_extensions <= 6
+                    {
                         extension = 2;
                     }
                 } else if singular_beta >= beta {
@@ -468,7 +470,7 @@ impl SearchThread {
             let do_full_depth;
             let mut did_lmr = false;
             if depth >= 2 && move_count > 1 + root as i32 && self.options.lmr {
-                let mut r = reduction(improving, depth, move_count);
+                let mut r = self.reduction(improving, depth, move_count);
                 if (root || !PV) && depth > 10 && self.best_move_changes <= 2.0 {
                     r += 1;
                 }
@@ -496,7 +498,7 @@ impl SearchThread {
                     } else if prev.stat_score >= -100 && stat < -100 {
                         r += 1;
                     }
-                    r -= stat / 14000;
+                    r -= stat / self.options.params.lmr_history_div;
                 } else {
                     self.stack[f].stat_score = 0;
                     if depth < 8 && move_count > 2 {

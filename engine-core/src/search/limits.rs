@@ -1,5 +1,6 @@
 //! What bounds a search, and which techniques it uses.
 
+use super::params::SearchParams;
 use crate::eval::Evaluator;
 use std::time::Duration;
 
@@ -56,6 +57,8 @@ pub struct SearchOptions {
     /// a stronger engine from repeating a level position it could still win; 0 (a draw is
     /// worth 0 to both) for teacher values, which must not depend on who searched.
     pub contempt: i32,
+    /// The search's margins, reductions and windows (`params.rs`).
+    pub params: SearchParams,
 }
 
 impl SearchOptions {
@@ -82,6 +85,7 @@ impl Default for SearchOptions {
             root_mate_nodes: 0,
             eval_noise: None,
             contempt: 0,
+            params: SearchParams::default(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Search: what bounds it, the transposition table, static exchange evaluation, move
 //! ordering (history statistics, staged move picker), the static evaluation's correction
 //! history, the alpha-beta search and its quiescence, time management, the threads of a
-//! search (Lazy SMP) and the searcher that runs them; mate knowledge (df-pn); the
+//! search (Lazy SMP), its tunable numbers and the searcher that runs them; mate knowledge (df-pn); the
 //! learner's leaf quiescence.
 
 pub mod alphabeta;
@@ -12,6 +12,7 @@ pub mod leaf_qsearch;
 pub mod limits;
 pub mod mate;
 pub mod movepick;
+pub mod params;
 pub mod qsearch;
 pub mod score;
 pub mod searcher;
@@ -21,6 +22,7 @@ pub mod time;
 pub mod tt;
 
 pub use limits::{Limits, SearchOptions};
+pub use params::SearchParams;
 pub use score::{MATE, MATE_IN_MAX_PLY, PERPETUAL_WIN};
 pub use searcher::{Info, SearchResult, Searcher};
 pub use tt::TranspositionTable;

@@ -93,7 +93,7 @@ impl SearchThread {
             if PV && best > alpha {
                 alpha = best;
             }
-            futility_base = best + 140;
+            futility_base = best + self.options.params.qs_futility;
         }
         self.stack[f].static_eval = static_eval;
 
@@ -140,7 +140,7 @@ impl SearchThread {
                         continue;
                     }
                 }
-                if !see_ge(&self.pos, m, -90) {
+                if !see_ge(&self.pos, m, -self.options.params.qs_see) {
                     continue;
                 }
             }

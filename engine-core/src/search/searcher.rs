@@ -188,7 +188,7 @@ impl Searcher {
         self.tt.new_search();
         let time = TimeManager::new(start, limits);
         for t in &mut self.threads {
-            t.options = self.options;
+            t.set_options(self.options);
             t.limits = limits;
             t.time = time;
             t.nodes = 0;

@@ -137,6 +137,9 @@ pub(super) struct SearchThread {
     pub nmp_color: Color,
     /// Side to move at the root (whose view `SearchOptions::contempt` takes).
     pub root_color: Color,
+    /// The late-move reduction table of `options.params` (`sync_params` keeps it so).
+    pub reductions: [i32; 256],
+    reductions_scale: i32,
     /// Nodes of the other threads at the last look (main thread, node limits).
     others_nodes: u64,
 }
@@ -178,7 +181,18 @@ impl SearchThread {
             nmp_min_ply: 0,
             nmp_color: Color::Black,
             root_color: Color::Black,
+            reductions: SearchOptions::default().params.reductions(),
+            reductions_scale: SearchOptions::default().params.lmr_scale,
             others_nodes: 0,
+        }
+    }
+
+    /// Sets the options of the next search, and the reduction table they call for.
+    pub fn set_options(&mut self, options: SearchOptions) {
+        self.options = options;
+        if options.params.lmr_scale != self.reductions_scale {
+            self.reductions = options.params.reductions();
+            self.reductions_scale = options.params.lmr_scale;
         }
     }
 
@@ -421,7 +435,8 @@ impl SearchThread {
             }
             let previous = self.root_moves[0].avg_score;
             let (mut alpha, mut beta, mut delta) = if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY {
-                let delta = 16 + previous.abs() / 64;
+                let delta =
+                    self.options.params.asp_delta + previous.abs() / self.options.params.asp_score_div;
                 ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
             } else {
                 (-INFINITE, INFINITE, INFINITE)
