@@ -40,6 +40,9 @@ enum Command {
     /// Add up the batches of a match (several `keima match --out` directories): W/D/L,
     /// pentanomial, score and Elo with their 95% intervals.
     MatchStats(commands::match_stats::MatchStatsArgs),
+    /// Tune the search's numbers (margins, reductions, windows) by SPSA over game pairs at
+    /// a node budget; resumable. `keima tune --list` shows them.
+    Tune(commands::tune::TuneArgs),
     /// Generate teacher data (a PackedSfenValue shard) by self-play or from game records.
     Gensfen(commands::gensfen::GensfenArgs),
     /// Training weight files (memory-mapped f32 weights and AdaGrad state).
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::ConsultStats(args) => commands::consult_stats::run(args),
         Command::Match(args) => commands::match_cmd::run(args),
         Command::MatchStats(args) => commands::match_stats::run(args),
+        Command::Tune(args) => commands::tune::run(args),
         Command::Gensfen(args) => commands::gensfen::run(args),
         Command::Weights(cmd) => commands::weights::run(cmd),
         Command::Learn(args) => commands::learn::run(args),

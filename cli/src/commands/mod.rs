@@ -21,6 +21,7 @@ pub mod plot;
 pub mod records;
 pub mod status;
 pub mod train;
+pub mod tune;
 pub mod usi;
 pub mod weights;
 pub mod worker;

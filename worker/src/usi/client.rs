@@ -57,6 +57,8 @@ pub struct UsiClient {
     lines: Receiver<String>,
     /// `id name` (or the command if the engine sent none).
     pub name: String,
+    /// The options the engine listed after `usi` (`option name X ...`), by name.
+    pub option_names: Vec<String>,
     label: String,
 }
 
@@ -94,13 +96,18 @@ impl UsiClient {
                 }
             }
         });
-        let mut client = UsiClient { child, stdin, lines: rx, name: label.clone(), label };
+        let mut client =
+            UsiClient { child, stdin, lines: rx, name: label.clone(), option_names: Vec::new(), label };
         client.send("usi").map_err(|e| e.to_string())?;
         let deadline = deadline_after(Instant::now(), timeout);
         loop {
             let line = client.next_line(deadline, "usiok").map_err(|e| format!("{}: {e}", client.label))?;
             if let Some(name) = line.strip_prefix("id name ") {
                 client.name = name.trim().to_string();
+            } else if let Some(rest) = line.strip_prefix("option name ") {
+                // Names may hold spaces: the name ends where ` type ` begins.
+                let name = rest.split(" type ").next().unwrap_or(rest).trim();
+                client.option_names.push(name.to_string());
             } else if line == "usiok" {
                 break;
             }
