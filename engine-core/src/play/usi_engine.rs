@@ -7,11 +7,12 @@
 //! Time management is in `usi_time`.
 
 use super::consult::{self, ConsultOptions};
-pub use super::usi_time::{Clock, GoParams, search_limits, time_limits};
+pub use super::usi_time::{Clock, GoParams, MateLimit, search_limits, time_limits};
 use crate::eval::Evaluator;
 use crate::eval::kppt_file::{load_kppt_dir, read_kppt_dir};
 use crate::eval::patterns::file as pattern_file;
 use crate::rules::{Color, Move, Position, UsiPosition};
+use crate::search::mate::{DfPn, MateResult};
 use crate::search::{Info, SearchOptions, SearchParams, SearchResult, Searcher, TranspositionTable};
 use std::io::{self, BufRead, Write};
 use std::path::Path;
@@ -52,6 +53,34 @@ pub fn info_line(info: &Info) -> String {
     line
 }
 
+/// The longest mating line `go mate` looks for, in plies.
+pub const MATE_MAX_PLY: usize = 255;
+
+/// The answer to `go mate`. A mate is given only when its line replays as one: every
+/// attacking move checks and the last position has no legal move.
+pub fn checkmate_line(pos: &Position, result: &MateResult) -> String {
+    match result {
+        MateResult::Mate(line) => {
+            let mut p = *pos;
+            let replays = line.iter().enumerate().all(|(i, &m)| {
+                let ok = p.is_legal(m);
+                if ok {
+                    p.do_move(m);
+                }
+                ok && (i % 2 == 1 || p.in_check())
+            });
+            if replays && line.len() % 2 == 1 && !p.has_legal_move() {
+                let moves: Vec<String> = line.iter().map(|m| m.to_usi()).collect();
+                format!("checkmate {}", moves.join(" "))
+            } else {
+                "checkmate timeout".to_string()
+            }
+        }
+        MateResult::NoMate => "checkmate nomate".to_string(),
+        MateResult::Unknown => "checkmate timeout".to_string(),
+    }
+}
+
 /// The `bestmove` line for a search result.
 pub fn bestmove_line(result: &SearchResult) -> String {
     if result.declare_win {
@@ -75,6 +104,8 @@ enum Engines {
     Single(Searcher),
     /// The consultation players.
     Consult(Vec<Searcher>),
+    /// A mate search (`go mate`) holds no searcher.
+    Nothing,
 }
 
 struct Running {
@@ -219,6 +250,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 Err(e) => self.error(&format!("position rejected, keeping the previous one: {e}")),
             },
             "go" => match GoParams::parse(args) {
+                Ok(GoParams { mate: Some(limit), .. }) => self.go_mate(limit),
                 Ok(params) => self.go(params),
                 Err(e) => {
                     self.error(&e);
@@ -412,6 +444,46 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         self.running = Some(Running { handle, stop, release, ponder: params.ponder, limits: clock });
     }
 
+    /// `go mate`: df-pn on the position as a mate problem (the side to move attacks with
+    /// checks). Answers `checkmate <moves>`, `checkmate nomate` (proven: no mate by
+    /// checks within the line limit) or `checkmate timeout` (time, `stop`, or the node
+    /// budget the `Hash` size allows ran out first).
+    fn go_mate(&mut self, limit: MateLimit) {
+        self.finish_search();
+        let pos = UsiPosition { start: self.start, moves: self.moves.clone() }.current();
+        // A df-pn node keeps one table entry of about 32 bytes: the budget is what fits in
+        // the Hash size.
+        let max_nodes = ((self.hash_mib as u64) << 20) / 32;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut dfpn = DfPn::new(max_nodes.max(10_000), MATE_MAX_PLY).with_stop(stop.clone());
+        if let MateLimit::Millis(ms) = limit {
+            dfpn = dfpn.with_deadline(std::time::Instant::now() + Duration::from_millis(ms));
+        }
+        let out = self.out.clone();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let handle = std::thread::Builder::new()
+            .name("usi-mate".to_string())
+            .spawn(move || {
+                let start = std::time::Instant::now();
+                let result = dfpn.search(&pos);
+                let elapsed = start.elapsed().as_millis().max(1) as u64;
+                say(
+                    &out,
+                    &format!(
+                        "info nodes {} time {elapsed} nps {}",
+                        dfpn.nodes(),
+                        dfpn.nodes() * 1000 / elapsed
+                    ),
+                );
+                say(&out, &checkmate_line(&pos, &result));
+                Engines::Nothing
+            })
+            .expect("spawn the mate search thread");
+        // The answer goes out when found: nothing waits for `stop` or `ponderhit`.
+        let release = Arc::new(AtomicBool::new(true));
+        self.running = Some(Running { handle, stop, release, ponder: false, limits: None });
+    }
+
     /// `go` with consultation: every player searches, each result is shown as an info
     /// string, and the chosen player's result is the answer.
     fn go_consult(&mut self, params: GoParams) {
@@ -487,6 +559,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                     self.players = Some((opts, mib, players));
                 }
             }
+            Engines::Nothing => {}
         }
     }
 
@@ -698,6 +771,60 @@ mod tests {
         engine.wait_search();
         assert!(buf.take().ends_with("bestmove resign\n"));
         assert!(!engine.handle_line("quit"));
+    }
+
+    /// `go mate`: a mate problem is answered with a line that mates, a position without
+    /// checks with `nomate`, and a search out of time or stopped with `timeout`; each
+    /// `go mate` gets exactly one `checkmate` answer.
+    #[test]
+    fn go_mate_answers_checkmate() {
+        let buf = Shared::default();
+        let mut engine = UsiEngine::new(buf.clone());
+        let checkmate = |buf: &Shared| {
+            let out = buf.take();
+            let answers: Vec<&str> = out.lines().filter(|l| l.starts_with("checkmate")).collect();
+            assert_eq!(answers.len(), 1, "{out}");
+            answers[0].to_string()
+        };
+        // Mate in 3 for White (from a random game).
+        let mate3 = "ln2kgsn1/5gr2/pp2sp2l/g2pl3p/2p3Bp1/PP1P2p2/5P2P/6PPL/5K1N1 w Rbg2sn3p 88";
+        engine.handle_line(&format!("position sfen {mate3}"));
+        engine.handle_line("go mate 10000");
+        engine.wait_search();
+        let answer = checkmate(&buf);
+        let moves: Vec<&str> = answer.strip_prefix("checkmate ").unwrap().split(' ').collect();
+        let mut pos = Position::from_sfen(mate3).unwrap();
+        for (i, m) in moves.iter().enumerate() {
+            let mv = pos.parse_usi_move(m).unwrap_or_else(|e| panic!("{answer}: {m}: {e}"));
+            pos.do_move(mv);
+            assert!(i % 2 == 1 || pos.in_check(), "{answer}: {m} does not check");
+        }
+        assert!(moves.len() >= 3 && !pos.has_legal_move(), "{answer} does not mate");
+
+        engine.handle_line("position startpos");
+        engine.handle_line("go mate infinite");
+        engine.wait_search();
+        assert_eq!(checkmate(&buf), "checkmate nomate");
+
+        // A problem that takes thousands of nodes, with no time: out of time at once.
+        let kanju = "9/9/3pp4/+r2k1p3/2L1+p4/2+R6/B8/B8/9 b 4g4s4n3l14p 1";
+        engine.handle_line(&format!("position sfen {kanju}"));
+        engine.handle_line("go mate 0");
+        engine.wait_search();
+        assert_eq!(checkmate(&buf), "checkmate timeout");
+        // Stopped: one answer, whichever came first.
+        engine.handle_line("go mate infinite");
+        engine.handle_line("stop");
+        let answer = checkmate(&buf);
+        assert!(answer == "checkmate timeout" || answer.starts_with("checkmate "), "{answer}");
+        assert!(GoParams::parse("mate").is_err());
+
+        // A line that does not replay as a mate is never given as one.
+        let pos = Position::from_sfen(mate3).unwrap();
+        let first = pos.parse_usi_move(moves[0]).unwrap();
+        assert_eq!(checkmate_line(&pos, &MateResult::Mate(vec![first])), "checkmate timeout");
+        let quiet = pos.parse_usi_move("1d1e").unwrap();
+        assert_eq!(checkmate_line(&pos, &MateResult::Mate(vec![quiet])), "checkmate timeout");
     }
 
     #[test]

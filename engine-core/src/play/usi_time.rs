@@ -24,10 +24,20 @@ pub struct GoParams {
     pub movetime: Option<u64>,
     pub infinite: bool,
     pub ponder: bool,
+    /// `go mate T` / `go mate infinite`: solve the position as a mate problem.
+    pub mate: Option<MateLimit>,
+}
+
+/// How long `go mate` may search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MateLimit {
+    Millis(u64),
+    /// Until a result or `stop`.
+    Infinite,
 }
 
 impl GoParams {
-    /// Parses the words after `go`. Unknown words are errors; `mate` is not supported.
+    /// Parses the words after `go`. Unknown words are errors.
     pub fn parse(args: &str) -> Result<GoParams, String> {
         let mut p = GoParams::default();
         let mut words = args.split_whitespace();
@@ -50,6 +60,17 @@ impl GoParams {
                 "byoyomi" => p.byoyomi = Some(num(w)?),
                 "movetime" => p.movetime = Some(num(w)?),
                 "infinite" => p.infinite = true,
+                "mate" => {
+                    p.mate = Some(match words.next() {
+                        Some("infinite") => MateLimit::Infinite,
+                        Some(v) => {
+                            MateLimit::Millis(v.parse::<u64>().map_err(|_| {
+                                format!("go mate: expected milliseconds or infinite, got {v:?}")
+                            })?)
+                        }
+                        None => return Err("go mate: missing time (milliseconds or infinite)".to_string()),
+                    })
+                }
                 "ponder" => p.ponder = true,
                 other => return Err(format!("go: unsupported argument {other:?}")),
             }
@@ -141,7 +162,10 @@ mod tests {
         assert!(GoParams::parse("").unwrap().unbounded());
         assert!(GoParams::parse("ponder btime 0 wtime 0 byoyomi 1000").unwrap().unbounded());
         assert!(GoParams::parse("depth x").is_err());
-        assert!(GoParams::parse("mate 5").is_err());
+        assert_eq!(GoParams::parse("mate 5000").unwrap().mate, Some(MateLimit::Millis(5000)));
+        assert_eq!(GoParams::parse("mate infinite").unwrap().mate, Some(MateLimit::Infinite));
+        assert!(GoParams::parse("mate").unwrap_err().contains("missing time"));
+        assert!(GoParams::parse("mate soon").unwrap_err().contains("\"soon\""));
     }
 
     #[test]

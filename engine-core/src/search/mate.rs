@@ -3,6 +3,9 @@
 
 use crate::rules::{Move, MoveList, Position};
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 /// A checking move after which the opponent has no legal move, if there is one.
 pub fn mate_in_one(pos: &Position) -> Option<Move> {
@@ -30,7 +33,7 @@ pub enum MateResult {
     Mate(Vec<Move>),
     /// Proven: no mate by continuous checks.
     NoMate,
-    /// The node budget ran out.
+    /// The node budget or the time ran out, or the search was stopped.
     Unknown,
 }
 
@@ -43,11 +46,44 @@ pub struct DfPn {
     max_nodes: u64,
     max_ply: usize,
     path: Vec<u64>,
+    stop: Option<Arc<AtomicBool>>,
+    deadline: Option<Instant>,
+    /// The stop flag or the deadline was seen: every node returns at once.
+    halted: bool,
 }
 
 impl DfPn {
     pub fn new(max_nodes: u64, max_ply: usize) -> DfPn {
-        DfPn { table: HashMap::new(), nodes: 0, max_nodes, max_ply, path: Vec::new() }
+        DfPn {
+            table: HashMap::new(),
+            nodes: 0,
+            max_nodes,
+            max_ply,
+            path: Vec::new(),
+            stop: None,
+            deadline: None,
+            halted: false,
+        }
+    }
+
+    /// Also stops when `stop` is set (looked at every 256 nodes).
+    pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> DfPn {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Also stops at `deadline` (looked at every 256 nodes).
+    pub fn with_deadline(mut self, deadline: Instant) -> DfPn {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    fn out_of_budget(&mut self) -> bool {
+        if !self.halted && self.nodes.is_multiple_of(256) {
+            self.halted = self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+                || self.deadline.is_some_and(|d| Instant::now() >= d);
+        }
+        self.halted || self.nodes >= self.max_nodes
     }
 
     pub fn nodes(&self) -> u64 {
@@ -126,7 +162,7 @@ impl DfPn {
             let entry = if or_node { Entry { pn: min_a, dn: sum_b } } else { Entry { pn: sum_b, dn: min_a } };
             self.table.insert(key, entry);
             let (th_a, th_b) = if or_node { (th_pn, th_dn) } else { (th_dn, th_pn) };
-            if min_a >= th_a || sum_b >= th_b || self.nodes >= self.max_nodes {
+            if min_a >= th_a || sum_b >= th_b || self.out_of_budget() {
                 break;
             }
             let (m, ck) = child_keys[best];
