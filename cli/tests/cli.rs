@@ -180,6 +180,36 @@ fn bench_depth_at_a_node_budget_is_deterministic() {
     assert!(err.contains("--nodes"), "{err}");
 }
 
+/// `bench depth --search-params`: the defaults written out search exactly as no list, another
+/// reduction table searches differently, and a value out of range is refused by name.
+#[test]
+fn bench_depth_takes_the_search_parameters() {
+    let records = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/records/pro/kifu09136.csa");
+    let run = |params: &str| {
+        let (code, out, err) = keima(&[
+            "bench",
+            "depth",
+            "--records",
+            records,
+            "--nodes",
+            "20000",
+            "--search-params",
+            params,
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v = json(&out);
+        (v["total_nodes"].clone(), v["mean_depth"].clone())
+    };
+    let default = run("");
+    assert_eq!(run("lmr_scale=2150,rfp_margin=170"), default);
+    assert_ne!(run("lmr_scale=1700,rfp_margin=300"), default);
+    let (code, _, err) =
+        keima(&["bench", "depth", "--records", records, "--search-params", "rfp_margin=99999"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("rfp_margin"), "{err}");
+}
+
 /// `bench depth --print-usi` writes the suite as USI position lines that replay to the
 /// positions searched: plies 40, 50, ..., 90 of the game.
 #[test]

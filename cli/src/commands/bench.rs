@@ -76,6 +76,10 @@ pub enum BenchCommand {
         hash: usize,
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// The search's parameters, as `keima usi`'s `SearchParams` takes them
+        /// (`name=value,...`; see `keima tune --list`): the depth a tuned set reaches.
+        #[arg(long, default_value = "")]
+        search_params: String,
         #[arg(long)]
         json: bool,
         /// Print the positions as USI `position` arguments, one a line, and search
@@ -172,8 +176,21 @@ pub fn run(args: BenchArgs) -> CommandResult {
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Depth { records, print_usi: true, .. } => super::bench_depth::print_usi(&records),
-        BenchCommand::Depth { records, movetime, nodes, eval, hash, threads, json, print_usi: false } => {
-            super::bench_depth::run(&records, movetime, nodes, eval.as_deref(), hash, threads, json)
+        BenchCommand::Depth {
+            records,
+            movetime,
+            nodes,
+            eval,
+            hash,
+            threads,
+            search_params,
+            json,
+            print_usi: false,
+        } => {
+            let params = engine_core::search::SearchParams::parse(&search_params)
+                .map_err(|e| format!("--search-params: {e}"))?;
+            let budget = super::bench_depth::Budget { movetime, nodes, hash, threads };
+            super::bench_depth::run(&records, budget, eval.as_deref(), params, json)
         }
         BenchCommand::Search { positions, max_depth, max_nodes, json } => {
             super::bench_search::run(positions, max_depth, max_nodes, json)

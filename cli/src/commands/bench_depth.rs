@@ -12,7 +12,7 @@ use engine_core::eval::Evaluator;
 use engine_core::eval::kppt_file::read_kppt_dir;
 use engine_core::records::{load_file, record_files};
 use engine_core::rules::{Move, Position};
-use engine_core::search::{Limits, SearchOptions, Searcher, TranspositionTable};
+use engine_core::search::{Limits, SearchOptions, SearchParams, Searcher, TranspositionTable};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -56,15 +56,23 @@ pub fn print_usi(records: &Path) -> CommandResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What each position's search is given.
+pub struct Budget {
+    pub movetime: u64,
+    /// Nodes per position instead of the time.
+    pub nodes: Option<u64>,
+    pub hash: usize,
+    pub threads: usize,
+}
+
 pub fn run(
     records: &Path,
-    movetime: u64,
-    node_budget: Option<u64>,
+    budget: Budget,
     eval: Option<&Path>,
-    hash: usize,
-    threads: usize,
+    params: SearchParams,
     json: bool,
 ) -> CommandResult {
+    let Budget { movetime, nodes: node_budget, hash, threads } = budget;
     if movetime == 0 {
         return Err("--movetime must be at least 1 ms".into());
     }
@@ -91,7 +99,7 @@ pub fn run(
     let mut depths = Vec::with_capacity(positions.len());
     for (start, moves) in &positions {
         let mut s = Searcher::new(evaluator.clone(), Arc::new(TranspositionTable::new(hash)));
-        s.options = SearchOptions::for_play(&evaluator);
+        s.options = SearchOptions { params, ..SearchOptions::for_play(&evaluator) };
         s.set_threads(threads);
         s.set_position(start, moves);
         let r = s.go(limits, |_| {});
