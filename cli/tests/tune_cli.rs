@@ -53,12 +53,27 @@ fn tune_runs_saves_and_resumes() {
     assert_eq!(state(&out)["done"], v["done"]);
     assert_eq!(state(&out)["params"], v["params"]);
 
+    // The games' settings are the tune's: stored, taken back without being given again,
+    // and refused by name when given differently.
+    assert_eq!(v["games"]["nodes"].as_u64(), Some(200), "{v}");
+    let o = tune(&["--resume"], &out);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert!(text(&o).0.contains("--nodes 200 "), "{:?}", text(&o));
+    let o = tune(&["--resume", "--nodes", "300"], &out);
+    assert!(!o.status.success());
+    let err = text(&o).1;
+    assert!(err.contains("--nodes 300 differs from the tune's 200"), "{err}");
+    let o = tune(&["--resume", "--max-plies", "100"], &out);
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("--max-plies 100 differs from the tune's 256"), "{:?}", text(&o));
+    assert_eq!(state(&out), v, "a refused resume leaves the state as it was");
+
     // A pair that was running when a tune stopped is played again on resume.
     let mut stopped = v.clone();
     stopped["iterations"] = 4.into();
     stopped["started"] = 4.into();
     std::fs::write(out.join("spsa.json"), serde_json::to_string(&stopped).unwrap()).unwrap();
-    let o = tune(&["--resume", "--nodes", "200"], &out);
+    let o = tune(&["--resume"], &out);
     assert!(o.status.success(), "{:?}", text(&o));
     assert!(text(&o).0.contains("tune: 4 of 4 pairs"), "{:?}", text(&o));
     assert_eq!(state(&out)["started"].as_u64(), Some(4));

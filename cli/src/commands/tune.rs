@@ -16,6 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keima_worker::usi::client::{UsiClient, engine_argv};
 use keima_worker::usi::game::{GameSettings, UsiOpening, play_game};
 use keima_worker::usi::limit::Limit;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,9 +32,9 @@ pub struct TuneArgs {
     #[arg(long)]
     list: bool,
     /// The engine: a command line (split on whitespace), or `self` for `keima usi`. It must
-    /// take the `SearchParams` option as `keima usi` does.
-    #[arg(long, default_value = "self")]
-    engine: String,
+    /// take the `SearchParams` option as `keima usi` does [default: self].
+    #[arg(long)]
+    engine: Option<String>,
     /// A USI option for both sides, `NAME=VALUE` (repeatable), e.g. `EvalDir=runs/x/eval`.
     #[arg(long = "option", value_name = "NAME=VALUE")]
     option: Vec<String>,
@@ -43,9 +44,9 @@ pub struct TuneArgs {
     /// Game pairs (SPSA iterations) of the whole tune; its schedules are set by it.
     #[arg(long, default_value_t = 2000)]
     pairs: u64,
-    /// Nodes per move.
-    #[arg(long, default_value_t = 10_000)]
-    nodes: u64,
+    /// Nodes per move [default: 10000].
+    #[arg(long)]
+    nodes: Option<u64>,
     /// The step per won pair at the end, as a fraction of a parameter's step (fishtest's
     /// r_end). Larger moves faster and noisier.
     #[arg(long, default_value_t = 0.002)]
@@ -59,19 +60,91 @@ pub struct TuneArgs {
     /// Pairs played at the same time (each with its own two engine processes).
     #[arg(long, default_value_t = 1)]
     concurrency: usize,
-    /// A game reaching this many plies is a draw.
-    #[arg(long, default_value_t = 256)]
-    max_plies: u32,
+    /// A game reaching this many plies is a draw [default: 256].
+    #[arg(long)]
+    max_plies: Option<u32>,
     /// Seconds to wait for usiok / readyok and for a move.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
     /// Directory of the state (`spsa.json`).
     #[arg(long, required_unless_present = "list")]
     out: Option<PathBuf>,
-    /// Go on with the tune in `--out` (its parameters, pairs, rates and seed; the
-    /// other tune settings given here must match how it was started).
+    /// Go on with the tune in `--out`: its parameters, pairs, rates and seed, and the games'
+    /// engine, options, nodes, openings and move cap as it was started with (given again,
+    /// they must be the same).
     #[arg(long)]
     resume: bool,
+}
+
+/// How a tune's games are played: part of the tune, so stored with it and taken back on
+/// `--resume` (a resumed tune at another budget would tune something else).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct TuneGames {
+    engine: String,
+    options: Vec<String>,
+    nodes: u64,
+    openings: Option<PathBuf>,
+    max_plies: u32,
+}
+
+/// The state file: the SPSA state and the games' settings. Files written before the
+/// settings were stored have none; a resume of one takes the settings given (or the
+/// defaults), as it did then.
+#[derive(Serialize, Deserialize)]
+struct TuneFile {
+    #[serde(flatten)]
+    spsa: SpsaState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    games: Option<TuneGames>,
+}
+
+impl TuneGames {
+    /// The settings given on the command line, defaults for those left out.
+    fn from_args(args: &TuneArgs) -> TuneGames {
+        TuneGames {
+            engine: args.engine.clone().unwrap_or_else(|| "self".to_string()),
+            options: args.option.clone(),
+            nodes: args.nodes.unwrap_or(10_000),
+            openings: args.openings.clone(),
+            max_plies: args.max_plies.unwrap_or(256),
+        }
+    }
+
+    /// The stored settings, checked against those given again: each given one must be the
+    /// same as stored.
+    fn resumed(stored: TuneGames, args: &TuneArgs, path: &Path) -> Result<TuneGames, String> {
+        let differs = |flag: &str, given: String, had: String| {
+            Err(format!(
+                "--resume: {flag} {given} differs from the tune's {had} (stored in {}); leave it out to go on as started",
+                path.display()
+            ))
+        };
+        if let Some(e) = &args.engine
+            && *e != stored.engine
+        {
+            return differs("--engine", format!("{e:?}"), format!("{:?}", stored.engine));
+        }
+        if !args.option.is_empty() && args.option != stored.options {
+            return differs("--option", format!("{:?}", args.option), format!("{:?}", stored.options));
+        }
+        if let Some(n) = args.nodes
+            && n != stored.nodes
+        {
+            return differs("--nodes", n.to_string(), stored.nodes.to_string());
+        }
+        if let Some(o) = &args.openings
+            && Some(o) != stored.openings.as_ref()
+        {
+            let had = stored.openings.as_ref().map_or("none".to_string(), |p| p.display().to_string());
+            return differs("--openings", o.display().to_string(), had);
+        }
+        if let Some(m) = args.max_plies
+            && m != stored.max_plies
+        {
+            return differs("--max-plies", m.to_string(), stored.max_plies.to_string());
+        }
+        Ok(stored)
+    }
 }
 
 fn list() -> CommandResult {
@@ -105,11 +178,12 @@ fn chosen_params(names: &[String]) -> Result<Vec<&'static ParamSpec>, String> {
     Ok(out)
 }
 
-fn read_state(path: &Path) -> Result<SpsaState, String> {
+fn read_state(path: &Path) -> Result<TuneFile, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("--resume: reading {}: {e}", path.display()))?;
-    let state: SpsaState =
+    let file: TuneFile =
         serde_json::from_str(&text).map_err(|e| format!("--resume: {}: {e}", path.display()))?;
+    let state = &file.spsa;
     state.validate().map_err(|e| format!("--resume: {}: {e}", path.display()))?;
     for p in &state.params {
         if spec(&p.name).is_none() {
@@ -120,22 +194,23 @@ fn read_state(path: &Path) -> Result<SpsaState, String> {
             ));
         }
     }
-    Ok(state)
+    Ok(file)
 }
 
-fn write_state(path: &Path, state: &SpsaState) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(state).expect("json");
+fn write_state(path: &Path, state: &SpsaState, games: &TuneGames) -> Result<(), String> {
+    let file = TuneFile { spsa: state.clone(), games: Some(games.clone()) };
+    let text = serde_json::to_string_pretty(&file).expect("json");
     engine_core::fsutil::write_atomic(path, text.as_bytes())
         .map_err(|e| format!("{e} (the tune stopped here)"))
 }
 
-fn openings(args: &TuneArgs) -> Result<Vec<UsiOpening>, String> {
-    let Some(path) = &args.openings else {
+fn openings(games: &TuneGames, seed: u64) -> Result<Vec<UsiOpening>, String> {
+    let Some(path) = &games.openings else {
         let root = engine_core::rules::Position::startpos();
         return Ok(vec![UsiOpening { index: 0, root_cmd: "startpos".into(), root, moves: Vec::new() }]);
     };
     let mut list = load_openings(path).map_err(|e| format!("--openings {e}"))?;
-    let mut rng = SplitMix64::new(args.seed);
+    let mut rng = SplitMix64::new(seed);
     for i in (1..list.len()).rev() {
         let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         list.swap(i, j);
@@ -191,6 +266,7 @@ struct Ctx<'a> {
     openings: Vec<UsiOpening>,
     settings: GameSettings,
     state: &'a Mutex<SpsaState>,
+    games: TuneGames,
     path: PathBuf,
     abort: AtomicBool,
     faults: Mutex<u64>,
@@ -246,7 +322,7 @@ fn worker(ctx: &Ctx, pb: &ProgressBar) -> Result<(), String> {
         let message = {
             let mut st = ctx.state.lock().unwrap_or_else(PoisonError::into_inner);
             st.apply(&pert, plus_points);
-            write_state(&ctx.path, &st)?;
+            write_state(&ctx.path, &st, &ctx.games)?;
             st.values_text()
         };
         pb.set_message(message);
@@ -264,8 +340,13 @@ pub fn run(args: TuneArgs) -> CommandResult {
     }
     let out = args.out.clone().expect("clap requires --out without --list");
     let path = out.join(STATE_FILE);
-    let state = if args.resume {
-        read_state(&path)?
+    let (state, games) = if args.resume {
+        let file = read_state(&path)?;
+        let games = match file.games {
+            Some(stored) => TuneGames::resumed(stored, &args, &path)?,
+            None => TuneGames::from_args(&args),
+        };
+        (file.spsa, games)
     } else {
         if path.exists() {
             return Err(format!(
@@ -280,30 +361,32 @@ pub fn run(args: TuneArgs) -> CommandResult {
             return Err(format!("--r-end {}: expected a number in (0, 1]", args.r_end));
         }
         let specs = chosen_params(&args.params)?;
-        SpsaState::new(&specs, args.pairs, args.r_end, args.seed)
+        (SpsaState::new(&specs, args.pairs, args.r_end, args.seed), TuneGames::from_args(&args))
     };
-    if args.nodes == 0 {
+    if games.nodes == 0 {
         return Err("--nodes must be at least 1".to_string());
     }
     // Pairs that were running when the last run stopped start again.
     let mut state = state;
     state.started = state.done;
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    write_state(&path, &state)?;
+    write_state(&path, &state, &games)?;
     let (done_before, total) = (state.done, state.iterations);
     let state = Mutex::new(state);
+    let seed = state.lock().unwrap_or_else(PoisonError::into_inner).seed;
     let ctx = Ctx {
-        argv: engine_argv(&args.engine)?,
-        options: parse_options(&args.option)?,
-        openings: openings(&args)?,
+        argv: engine_argv(&games.engine)?,
+        options: parse_options(&games.options)?,
+        openings: openings(&games, seed)?,
         settings: GameSettings {
-            limit: Limit::Nodes([args.nodes, args.nodes]),
-            max_plies: args.max_plies,
+            limit: Limit::Nodes([games.nodes, games.nodes]),
+            max_plies: games.max_plies,
             time_margin: Duration::from_secs(1),
             timeout: Duration::from_secs(args.timeout),
             event: "keima tune".to_string(),
         },
         state: &state,
+        games: games.clone(),
         path: path.clone(),
         abort: AtomicBool::new(false),
         faults: Mutex::new(0),
@@ -350,7 +433,7 @@ pub fn run(args: TuneArgs) -> CommandResult {
     println!(
         "check it: keima match --engine1 self --engine2 self --option1 SearchParams={} --nodes {} --sprt 0,5 ... (the same --option for both sides)",
         st.values_text(),
-        args.nodes
+        games.nodes
     );
     Ok(ExitCode::SUCCESS)
 }
