@@ -86,6 +86,7 @@ fn match_self() {
     // The same summary is written beside the records.
     let written = std::fs::read_to_string(out.join("summary.json")).unwrap();
     assert_eq!(serde_json::from_str::<serde_json::Value>(&written).unwrap(), v);
+    assert_eq!(v["finished"], true);
     let count = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
     assert_eq!(count("wins") + count("draws") + count("losses"), 4, "{v}");
     assert_eq!(count("games"), 4);
@@ -235,6 +236,46 @@ fn match_sprt_self() {
         other => panic!("result {other:?}"),
     }
     assert_eq!(v["time_losses"], serde_json::json!({"engine1": 0, "engine2": 0}));
+}
+
+/// A match killed while it plays leaves the counts of its finished games in summary.json,
+/// marked unfinished, which `keima match-stats` adds up like any batch.
+#[cfg(unix)]
+#[test]
+fn a_killed_match_leaves_its_counts_so_far() {
+    let tmp = temp_dir("match-killed");
+    let slow_resigner = fake_engine(tmp.path(), "slow");
+    let out = tmp.path().join("records");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keima"))
+        .args(["match", "--engine1", "self", "--engine2", &slow_resigner, "--games", "200", "--nodes", "100"])
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let summary = out.join("summary.json");
+    let started = std::time::Instant::now();
+    let read = || -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(&summary).ok()?).ok()
+    };
+    while read().is_none_or(|v| v["games"].as_u64() < Some(4)) {
+        assert!(started.elapsed().as_secs() < 60, "no summary of 4 games after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let v = read().expect("the summary is whole: written atomically");
+    assert_eq!(v["finished"], false, "{v}");
+    let games = v["games"].as_u64().unwrap();
+    assert!((4..200).contains(&games), "{v}");
+    // engine2 resigns every game.
+    assert_eq!(v["wins"].as_u64(), Some(games), "{v}");
+    assert_eq!(v["pentanomial"][4].as_u64(), Some(games / 2), "{v}");
+    assert!(v.get("results").is_none(), "{v}");
+    let o = match_stats(&[&out], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(unfinished: its games so far)"));
 }
 
 #[cfg(unix)]
@@ -483,6 +524,29 @@ fn match_stats_adds_up_batches() {
     let table = match_stats(&[&a, &b], &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("score 31.4% [24.97%, 37.81%], elo -135.8 [-191.2, -86.4]"), "{text}");
+    assert!(!text.contains("unfinished") && !text.contains("SPRT"), "{text}");
+
+    // An SPRT's LLR over the summed pairs: -0.848 for [-150, -100], computed separately
+    // (by hand, from the formula of engine_core::play::sprt, with its 0.001 pseudo-counts).
+    let out = match_stats(&[&a, &b], &["--json", "--sprt", "-150,-100"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!((v["sprt"]["llr"].as_f64().unwrap() - -0.847_986_5).abs() < 1e-6, "{v}");
+    let table = match_stats(&[&a, &b], &["--sprt", "-150,-100"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("SPRT [-150, -100] α 0.05 β 0.05: LLR -0.85 [-2.94, 2.94]"), "{text}");
+
+    // A batch still playing (or stopped before its end) is counted as far as it got, and
+    // named so.
+    let mut partial: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("summary.json")).unwrap()).unwrap();
+    partial["finished"] = false.into();
+    std::fs::write(b.join("summary.json"), partial.to_string()).unwrap();
+    let out = match_stats(&[&a, &b], &["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pentanomial"], serde_json::json!([40, 1, 42, 0, 7]));
+    assert_eq!(v["unfinished_batches"], serde_json::json!([b.display().to_string()]));
+    let text = String::from_utf8_lossy(&match_stats(&[&a, &b], &[]).stdout).into_owned();
+    assert!(text.contains("(unfinished: its games so far)"), "{text}");
 
     // Another pairing is refused, naming the field, unless asked for.
     write_summary(&b, "Other", [22, 0, 38], [11, 0, 16, 0, 3]);

@@ -7,7 +7,7 @@ use super::CommandResult;
 use super::match_cmd::SUMMARY_FILE;
 use clap::Args;
 use engine_core::play::match_stats::{EloEstimate, MatchStats, Z95, format_elo};
-use engine_core::play::sprt::Pentanomial;
+use engine_core::play::sprt::{Pentanomial, Sprt};
 use serde::Deserialize;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,10 @@ pub struct MatchStatsArgs {
     /// measures no one pairing).
     #[arg(long)]
     allow_mixed: bool,
+    /// Also the log-likelihood ratio of an SPRT with these bounds over the summed pairs, as
+    /// `keima match --sprt` computes it (e.g. for batches of one test stopped and resumed).
+    #[arg(long, value_name = "ELO0,ELO1[,ALPHA,BETA]", value_parser = Sprt::parse, allow_hyphen_values = true)]
+    sprt: Option<Sprt>,
     /// One JSON object instead of the table.
     #[arg(long)]
     json: bool,
@@ -37,6 +41,14 @@ struct Batch {
     draws: u32,
     losses: u32,
     pentanomial: [u32; 5],
+    /// False while the match was still playing (or was stopped before its end): the counts
+    /// of the games finished by then. Summaries written before the field were final.
+    #[serde(default = "finished_by_default")]
+    finished: bool,
+}
+
+fn finished_by_default() -> bool {
+    true
 }
 
 fn read_batch(dir: &Path) -> Result<Batch, String> {
@@ -93,6 +105,8 @@ pub fn run(args: MatchStatsArgs) -> CommandResult {
     }
     let pair = penta.elo();
     let games = stats.elo();
+    let unfinished: Vec<&PathBuf> =
+        batches.iter().zip(&args.dirs).filter(|(b, _)| !b.finished).map(|(_, d)| d).collect();
     if args.json {
         let num = |v: f64| if v.is_finite() { json!(v) } else { json!(format_elo(v)) };
         let v = json!({
@@ -113,6 +127,14 @@ pub fn run(args: MatchStatsArgs) -> CommandResult {
             "pair_elo": pair.map(|e| num(e.elo)),
             "pair_elo_lower": pair.map(|e| num(e.lower)),
             "pair_elo_upper": pair.map(|e| num(e.upper)),
+            "unfinished_batches": unfinished.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
+            "sprt": args.sprt.map(|t| json!({
+                "elo0": t.elo0,
+                "elo1": t.elo1,
+                "llr": t.llr(&penta),
+                "lower_bound": t.lower_bound(),
+                "upper_bound": t.upper_bound(),
+            })),
         });
         println!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(ExitCode::SUCCESS);
@@ -138,7 +160,12 @@ pub fn run(args: MatchStatsArgs) -> CommandResult {
         );
     };
     for (b, dir) in batches.iter().zip(&args.dirs) {
-        row(b.wins, b.draws, b.losses, b.pentanomial, &dir.display().to_string());
+        let what = if b.finished {
+            dir.display().to_string()
+        } else {
+            format!("{} (unfinished: its games so far)", dir.display())
+        };
+        row(b.wins, b.draws, b.losses, b.pentanomial, &what);
     }
     row(stats.wins, stats.draws, stats.losses, penta.counts, "all");
     match pair {
@@ -156,6 +183,18 @@ pub fn run(args: MatchStatsArgs) -> CommandResult {
             );
         }
         None => println!("no complete game pair: no interval"),
+    }
+    if let Some(t) = &args.sprt {
+        println!(
+            "SPRT [{}, {}] α {} β {}: LLR {:.2} [{:.2}, {:.2}] over the summed pairs",
+            t.elo0,
+            t.elo1,
+            t.alpha,
+            t.beta,
+            t.llr(&penta),
+            t.lower_bound(),
+            t.upper_bound()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

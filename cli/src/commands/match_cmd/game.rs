@@ -83,6 +83,9 @@ pub(super) fn worker(
             if t.add(report.game, report.engine1_won, report.fault, ctx.args.sprt.as_ref()) {
                 ctx.stop.store(true, Ordering::SeqCst);
             }
+            // Under the tally's lock, so the file always holds the latest counts.
+            let names = names.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            super::write_partial_summary(ctx, &t, &names)?;
             t.progress(ctx.args.sprt.as_ref())
         };
         reports.lock().unwrap_or_else(PoisonError::into_inner).push(report);

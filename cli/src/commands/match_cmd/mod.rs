@@ -199,6 +199,21 @@ fn pick_openings(args: &MatchArgs) -> Result<Vec<UsiOpening>, String> {
         .collect())
 }
 
+/// Writes the summary beside the records, for scripts and for `keima match-stats`, which
+/// adds up batches. It is written after every game too (without the list of games), so a
+/// match stopped by hand or killed leaves its counts so far.
+fn write_summary(args: &MatchArgs, summary: &serde_json::Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(summary).expect("json");
+    engine_core::fsutil::write_atomic(&args.out.join(SUMMARY_FILE), text.as_bytes())
+        .map_err(|e| format!("{e} (the games are in {}; only the summary was lost)", args.out.display()))
+}
+
+/// The counts so far, as the summary of a match still playing (see [`write_summary`]).
+fn write_partial_summary(ctx: &Ctx, tally: &Tally, names: &[Option<String>; 2]) -> Result<(), String> {
+    let name = |i: usize| names[i].clone().unwrap_or_else(|| ctx.engines[i].argv.join(" "));
+    write_summary(ctx.args, &summary_json(ctx.args, ctx.settings.limit, tally, None, [name(0), name(1)]))
+}
+
 pub fn run(args: MatchArgs) -> CommandResult {
     if args.games == 0 {
         return Err("--games must be at least 1".to_string());
@@ -266,13 +281,9 @@ pub fn run(args: MatchArgs) -> CommandResult {
     reports.sort_by_key(|r| r.game);
     let names = names.into_inner().unwrap_or_else(PoisonError::into_inner);
     let name = |i: usize| names[i].clone().unwrap_or_else(|| ctx.engines[i].argv.join(" "));
-    let summary =
-        serde_json::to_string_pretty(&summary_json(&args, limit, &tally, &reports, [name(0), name(1)]))
-            .expect("json");
-    // Beside the records, for scripts and for `keima match-stats`, which adds up batches.
-    let summary_path = args.out.join(SUMMARY_FILE);
-    engine_core::fsutil::write_atomic(&summary_path, summary.as_bytes())
-        .map_err(|e| format!("{e} (the games are in {}; only the summary was lost)", args.out.display()))?;
+    let summary_value = summary_json(&args, limit, &tally, Some(&reports), [name(0), name(1)]);
+    write_summary(&args, &summary_value)?;
+    let summary = serde_json::to_string_pretty(&summary_value).expect("json");
     if args.json {
         println!("{summary}");
     } else {

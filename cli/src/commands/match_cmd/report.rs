@@ -37,14 +37,17 @@ fn think_line(t: &ThinkTimes, timed: bool) -> String {
     line
 }
 
+/// The summary; `reports` (every game's line) once the match has ended, `None` for the
+/// counts so far of a match still playing (`"finished": false`, no `results`).
 pub(super) fn summary_json(
     args: &MatchArgs,
     limit: Limit,
     tally: &Tally,
-    reports: &[GameReport],
+    reports: Option<&[GameReport]>,
     names: [String; 2],
 ) -> serde_json::Value {
-    let games: Vec<serde_json::Value> = reports
+    let games: Option<Vec<serde_json::Value>> = reports.map(|reports| {
+        reports
         .iter()
         .map(|r| {
             json!({
@@ -59,7 +62,8 @@ pub(super) fn summary_json(
                 "clock_ms": r.clock_ms.map(|c| json!({ "engine1": c[0], "engine2": c[1] })),
             })
         })
-        .collect();
+        .collect()
+    });
     let stats = &tally.stats;
     let elo = stats.elo().expect("at least one game");
     let pair_elo = tally.penta.elo();
@@ -77,7 +81,8 @@ pub(super) fn summary_json(
             "llr_at_decision": tally.decision.map(|d| d.llr),
         })
     });
-    json!({
+    let mut summary = json!({
+        "finished": games.is_some(),
         "engine1": names[0],
         "engine2": names[1],
         "limit": limit.describe(),
@@ -100,8 +105,11 @@ pub(super) fn summary_json(
         "crashes": per_engine_json(tally.crashes),
         "think_time": { "engine1": think_json(&tally.think[0]), "engine2": think_json(&tally.think[1]) },
         "out": args.out.display().to_string(),
-        "results": games,
-    })
+    });
+    if let Some(games) = games {
+        summary["results"] = json!(games);
+    }
+    summary
 }
 
 pub(super) fn print_table(args: &MatchArgs, limit: Limit, tally: &Tally, names: [String; 2]) {
