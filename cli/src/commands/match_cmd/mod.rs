@@ -202,16 +202,20 @@ fn pick_openings(args: &MatchArgs) -> Result<Vec<UsiOpening>, String> {
 /// Writes the summary beside the records, for scripts and for `keima match-stats`, which
 /// adds up batches. It is written after every game too (without the list of games), so a
 /// match stopped by hand or killed leaves its counts so far.
-fn write_summary(args: &MatchArgs, summary: &serde_json::Value) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(summary).expect("json");
+fn write_summary(args: &MatchArgs, text: &str) -> Result<(), String> {
     engine_core::fsutil::write_atomic(&args.out.join(SUMMARY_FILE), text.as_bytes())
         .map_err(|e| format!("{e} (the games are in {}; only the summary was lost)", args.out.display()))
 }
 
 /// The counts so far, as the summary of a match still playing (see [`write_summary`]).
 fn write_partial_summary(ctx: &Ctx, tally: &Tally, names: &[Option<String>; 2]) -> Result<(), String> {
-    let name = |i: usize| names[i].clone().unwrap_or_else(|| ctx.engines[i].argv.join(" "));
-    write_summary(ctx.args, &summary_json(ctx.args, ctx.settings.limit, tally, None, [name(0), name(1)]))
+    let summary = summary_json(ctx.args, ctx.settings.limit, tally, None, engine_names(ctx, names));
+    write_summary(ctx.args, &serde_json::to_string_pretty(&summary).expect("json"))
+}
+
+/// Each engine's `id name`, or its command line if it never answered with one.
+fn engine_names(ctx: &Ctx, names: &[Option<String>; 2]) -> [String; 2] {
+    [0, 1].map(|i| names[i].clone().unwrap_or_else(|| ctx.engines[i].argv.join(" ")))
 }
 
 pub fn run(args: MatchArgs) -> CommandResult {
@@ -280,14 +284,15 @@ pub fn run(args: MatchArgs) -> CommandResult {
     let mut reports = reports.into_inner().unwrap_or_else(PoisonError::into_inner);
     reports.sort_by_key(|r| r.game);
     let names = names.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let name = |i: usize| names[i].clone().unwrap_or_else(|| ctx.engines[i].argv.join(" "));
-    let summary_value = summary_json(&args, limit, &tally, Some(&reports), [name(0), name(1)]);
-    write_summary(&args, &summary_value)?;
-    let summary = serde_json::to_string_pretty(&summary_value).expect("json");
+    let names = engine_names(&ctx, &names);
+    let summary =
+        serde_json::to_string_pretty(&summary_json(&args, limit, &tally, Some(&reports), names.clone()))
+            .expect("json");
+    write_summary(&args, &summary)?;
     if args.json {
         println!("{summary}");
     } else {
-        print_table(&args, limit, &tally, [name(0), name(1)]);
+        print_table(&args, limit, &tally, names);
     }
     Ok(ExitCode::SUCCESS)
 }
