@@ -300,6 +300,57 @@ fn match_sprt_stops_when_decided() {
     assert_eq!(v["engine2"], "fake-resign");
 }
 
+/// summary.json records the command line and the settings that order the openings, so a
+/// run can be played again from its directory alone: the same openings in the same order.
+#[cfg(unix)]
+#[test]
+fn a_match_is_played_again_from_its_summary() {
+    let tmp = temp_dir("match-again");
+    let openings = tmp.path().join("openings.sfen");
+    let lines: Vec<String> =
+        ["7g7f", "2g2f", "5g5f", "6g6f", "1g1f"].iter().map(|m| format!("startpos moves {m}")).collect();
+    std::fs::write(&openings, lines.join("\n")).unwrap();
+    let resigner = fake_engine(tmp.path(), "resign");
+    let first = tmp.path().join("first");
+    let v = run_match(
+        &["--engine1", &resigner, "--engine2", &resigner, "--games", "10", "--nodes", "10", "--seed", "11"]
+            .into_iter()
+            .chain(["--option1", "Hash=4", "--openings", openings.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+        &first,
+    );
+    let run = &v["run"];
+    assert_eq!(run["seed"], 11, "{v}");
+    assert_eq!(run["openings"], openings.to_str().unwrap());
+    assert_eq!(run["option1"], serde_json::json!(["Hash=4"]));
+    assert_eq!(run["option2"], serde_json::json!([]));
+    assert_eq!((run["opening_start"].as_u64(), run["max_plies"].as_u64()), (Some(0), Some(256)));
+    let order = |v: &serde_json::Value| -> Vec<String> {
+        let results = v["results"].as_array().unwrap();
+        results.iter().map(|r| r["opening_position"].as_str().unwrap().to_string()).collect()
+    };
+    let shuffled = order(&v);
+    let in_file_order: Vec<String> = lines.iter().flat_map(|l| [l.clone(), l.clone()]).collect();
+    assert_ne!(shuffled, in_file_order, "seed 11 should change the order");
+    let mut sorted = shuffled.clone();
+    sorted.sort();
+    let mut expected = in_file_order.clone();
+    expected.sort();
+    assert_eq!(sorted, expected, "each opening once per pair");
+    // Again from the recorded command line, into another directory.
+    let mut argv: Vec<String> =
+        run["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    let out_at = argv.iter().position(|a| a == "--out").expect("--out in argv") + 1;
+    let second = tmp.path().join("second");
+    argv[out_at] = second.to_str().unwrap().to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_keima")).args(&argv).output().unwrap();
+    assert!(output.status.success(), "{argv:?}: {}", String::from_utf8_lossy(&output.stderr));
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(second.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(order(&again), shuffled);
+    assert_eq!(again["run"]["seed"], 11);
+}
+
 #[cfg(unix)]
 #[test]
 fn match_counts_illegal_moves_and_time_losses() {

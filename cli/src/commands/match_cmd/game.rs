@@ -4,6 +4,7 @@
 use super::Ctx;
 use super::tally::Tally;
 use engine_core::records::csa_write::CsaEnd;
+use engine_core::rules::UsiPosition;
 use indicatif::ProgressBar;
 use keima_worker::usi;
 use keima_worker::usi::client::UsiClient;
@@ -17,6 +18,8 @@ use std::time::Duration;
 pub(super) struct GameReport {
     pub(super) game: usize,
     pub(super) opening: usize,
+    /// The opening as the USI `position` command gives it (`startpos moves ...`).
+    pub(super) opening_position: String,
     pub(super) engine1_black: bool,
     /// Engine1's result: Some(true) won, Some(false) lost, None drawn.
     pub(super) engine1_won: Option<bool>,
@@ -107,6 +110,7 @@ fn play_game(ctx: &Ctx, g: usize, engines: &mut [Option<UsiClient>; 2]) -> Resul
     Ok(GameReport {
         game: g,
         opening: opening.index,
+        opening_position: UsiPosition::format(&opening.root, opening.moves.iter().copied()),
         engine1_black,
         engine1_won: played.engine1_won,
         end: played.end,

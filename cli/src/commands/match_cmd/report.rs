@@ -37,6 +37,23 @@ fn think_line(t: &ThinkTimes, timed: bool) -> String {
     line
 }
 
+/// What a run needs to be played again from its directory alone: the command line as
+/// given, and the settings that pick and order the openings, read back by people and tools.
+fn run_json(args: &MatchArgs) -> serde_json::Value {
+    json!({
+        "argv": std::env::args().skip(1).collect::<Vec<_>>(),
+        "engine1": args.engine1,
+        "engine2": args.engine2,
+        "option1": args.option1,
+        "option2": args.option2,
+        "openings": args.openings.as_ref().map(|p| p.display().to_string()),
+        "opening_start": args.opening_start,
+        "seed": args.seed,
+        "max_plies": args.max_plies,
+        "games_requested": args.games,
+    })
+}
+
 /// The summary; `reports` (every game's line) once the match has ended, `None` for the
 /// counts so far of a match still playing (`"finished": false`, no `results`).
 pub(super) fn summary_json(
@@ -53,6 +70,7 @@ pub(super) fn summary_json(
             json!({
                 "game": r.game + 1,
                 "opening": r.opening,
+                "opening_position": r.opening_position,
                 "engine1_color": if r.engine1_black { "black" } else { "white" },
                 "result": match r.engine1_won { Some(true) => "win", Some(false) => "loss", None => "draw" },
                 "end": r.end.keyword(),
@@ -105,6 +123,7 @@ pub(super) fn summary_json(
         "crashes": per_engine_json(tally.crashes),
         "think_time": { "engine1": think_json(&tally.think[0]), "engine2": think_json(&tally.think[1]) },
         "out": args.out.display().to_string(),
+        "run": run_json(args),
     });
     if let Some(games) = games {
         summary["results"] = json!(games);
