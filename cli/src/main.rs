@@ -98,7 +98,7 @@ fn main() -> ExitCode {
         .with_env_filter(
             // `--quiet` keeps the default log to warnings (workers print a line per shard).
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                if std::env::args().any(|a| a == "--quiet") { "warn".into() } else { "info".into() }
+                if std::env::args_os().any(|a| a == "--quiet") { "warn".into() } else { "info".into() }
             }),
         )
         .with_writer(std::io::stderr)

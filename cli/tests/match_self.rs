@@ -351,6 +351,27 @@ fn a_match_is_played_again_from_its_summary() {
     assert_eq!(again["run"]["seed"], 11);
 }
 
+/// An argument that is not UTF-8 (here the `--out` path) is recorded lossily, not a panic.
+#[cfg(unix)]
+#[test]
+fn a_match_records_an_argument_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = temp_dir("match-not-utf8");
+    let resigner = fake_engine(tmp.path(), "resign");
+    let out = tmp.path().join(std::ffi::OsStr::from_bytes(b"out-\xff"));
+    let output = Command::new(env!("CARGO_BIN_EXE_keima"))
+        .args(["match", "--engine1", &resigner, "--engine2", &resigner, "--games", "2", "--nodes", "10"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let argv = v["run"]["argv"].as_array().unwrap();
+    assert!(argv.iter().any(|a| a.as_str().unwrap().ends_with("out-\u{fffd}")), "{argv:?}");
+}
+
 #[cfg(unix)]
 #[test]
 fn match_counts_illegal_moves_and_time_losses() {

@@ -41,7 +41,8 @@ fn think_line(t: &ThinkTimes, timed: bool) -> String {
 /// given, and the settings that pick and order the openings, read back by people and tools.
 fn run_json(args: &MatchArgs) -> serde_json::Value {
     json!({
-        "argv": std::env::args().skip(1).collect::<Vec<_>>(),
+        // `args_os`: `std::env::args` panics on an argument that is not UTF-8 (a path may be).
+        "argv": std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
         "engine1": args.engine1,
         "engine2": args.engine2,
         "option1": args.option1,
