@@ -43,6 +43,23 @@ fn tune_runs_saves_and_resumes() {
         "{stdout}"
     );
 
+    // --status reads the state and plays nothing: each parameter's move from its start in
+    // steps, and over the last tenth (here the last pair: nothing since the last point).
+    let o = tune(&["--status"], &out);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let (status, _) = text(&o);
+    assert!(status.contains("3 of 3 pairs (100%)"), "{status}");
+    let p0 = &v["params"][0];
+    let moved = (p0["value"].as_f64().unwrap() - 170.0) / p0["c_end"].as_f64().unwrap();
+    let row = status.lines().find(|l| l.starts_with("rfp_margin")).unwrap_or_else(|| panic!("{status}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[4..], [format!("{moved:+.2}"), "+0.00".to_string()], "{row}");
+    assert_eq!(v["trace"].as_array().map(|t| t.len()), Some(3), "a point a pair in a 3-pair tune: {v}");
+    assert_eq!(state(&out), v, "--status writes nothing");
+    let o = tune(&["--status"], &tmp.path().join("none"));
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("none/spsa.json"), "{:?}", text(&o));
+
     // The same --out again is refused unless resumed; resumed, a finished tune stays as it is.
     let o = tune(&args, &out);
     assert!(!o.status.success());

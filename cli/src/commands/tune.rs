@@ -74,6 +74,11 @@ pub struct TuneArgs {
     /// they must be the same).
     #[arg(long)]
     resume: bool,
+    /// Print where the tune in `--out` stands (each parameter's start, estimate, how far
+    /// it moved and how far in the last tenth of the pairs) and exit; plays nothing, so it
+    /// may be run while the tune plays.
+    #[arg(long, conflicts_with = "resume")]
+    status: bool,
 }
 
 /// How a tune's games are played: part of the tune, so stored with it and taken back on
@@ -162,6 +167,41 @@ fn list() -> CommandResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The table of `keima tune --status` (and of a tune's end): per parameter its start, the
+/// estimate, the move from the start and over the last tenth of the pairs in steps (the
+/// perturbation at the end, `c_end`): a parameter still moving in the last tenth has not
+/// settled.
+fn print_status(st: &SpsaState, path: &Path) {
+    let [m2, m1, z, p1, p2] = st.outcomes;
+    println!(
+        "tune {}: {} of {} pairs ({:.0}%); plus side's wins − losses per pair: −2 {m2}, −1 {m1}, 0 {z}, +1 {p1}, +2 {p2}",
+        path.display(),
+        st.done,
+        st.iterations,
+        100.0 * st.done as f64 / st.iterations as f64
+    );
+    let recent = st.values_at(st.done.saturating_sub(st.iterations / 10));
+    println!(
+        "{:<20} {:>8} {:>10} {:>15} {:>14} {:>16}",
+        "name", "start", "estimate", "range", "moved (steps)", "last 10% (steps)"
+    );
+    for (i, p) in st.params.iter().enumerate() {
+        let last = match &recent {
+            Some(v) => format!("{:+.2}", (p.value - v[i]) / p.c_end),
+            None => "unknown".to_string(),
+        };
+        println!(
+            "{:<20} {:>8} {:>10.1} {:>15} {:>+14.2} {:>16}",
+            p.name,
+            p.start,
+            p.value,
+            format!("{}..={}", p.min, p.max),
+            (p.value - p.start) / p.c_end,
+            last
+        );
+    }
+}
+
 fn chosen_params(names: &[String]) -> Result<Vec<&'static ParamSpec>, String> {
     if names.is_empty() {
         return Ok(PARAMS.iter().collect());
@@ -178,17 +218,17 @@ fn chosen_params(names: &[String]) -> Result<Vec<&'static ParamSpec>, String> {
     Ok(out)
 }
 
-fn read_state(path: &Path) -> Result<TuneFile, String> {
+fn read_state(path: &Path, flag: &str) -> Result<TuneFile, String> {
     let text =
-        std::fs::read_to_string(path).map_err(|e| format!("--resume: reading {}: {e}", path.display()))?;
+        std::fs::read_to_string(path).map_err(|e| format!("{flag}: reading {}: {e}", path.display()))?;
     let file: TuneFile =
-        serde_json::from_str(&text).map_err(|e| format!("--resume: {}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{flag}: {}: {e}", path.display()))?;
     let state = &file.spsa;
-    state.validate().map_err(|e| format!("--resume: {}: {e}", path.display()))?;
+    state.validate().map_err(|e| format!("{flag}: {}: {e}", path.display()))?;
     for p in &state.params {
         if spec(&p.name).is_none() {
             return Err(format!(
-                "--resume: {}: parameter {:?} is not one of this build's (see `keima tune --list`)",
+                "{flag}: {}: parameter {:?} is not one of this build's (see `keima tune --list`)",
                 path.display(),
                 p.name
             ));
@@ -340,8 +380,13 @@ pub fn run(args: TuneArgs) -> CommandResult {
     }
     let out = args.out.clone().expect("clap requires --out without --list");
     let path = out.join(STATE_FILE);
+    if args.status {
+        let file = read_state(&path, "--status")?;
+        print_status(&file.spsa, &path);
+        return Ok(ExitCode::SUCCESS);
+    }
     let (state, games) = if args.resume {
-        let file = read_state(&path)?;
+        let file = read_state(&path, "--resume")?;
         let games = match file.games {
             Some(stored) => TuneGames::resumed(stored, &args, &path)?,
             None => TuneGames::from_args(&args),
@@ -422,6 +467,7 @@ pub fn run(args: TuneArgs) -> CommandResult {
     for p in &st.params {
         tracing::info!(param = %p.name, start = p.start, value = p.value, "tuned");
     }
+    print_status(&st, &path);
     let [m2, m1, z, p1, p2] = st.outcomes;
     println!(
         "tune: {} of {} pairs (plus side's wins − losses per pair: −2 {m2}, −1 {m1}, 0 {z}, +1 {p1}, +2 {p2}; {faults} games ended by a fault); state {}",

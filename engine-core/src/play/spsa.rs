@@ -49,6 +49,18 @@ pub struct SpsaState {
     pub params: Vec<TunedParam>,
     /// Pair results seen, by the plus side's wins − losses: −2, −1, 0, +1, +2.
     pub outcomes: [u64; 5],
+    /// The estimate after every [`SpsaState::trace_every`] pairs (fishtest's parameter
+    /// graph): what shows whether a tune has settled or is still drifting. States written
+    /// before it was kept have none.
+    #[serde(default)]
+    pub trace: Vec<TracePoint>,
+}
+
+/// The estimate of every parameter (in `params` order) once `done` pairs were applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TracePoint {
+    pub done: u64,
+    pub values: Vec<f64>,
 }
 
 /// One iteration's two parameter sets: `plus` = θ + c_kδ, `minus` = θ − c_kδ, rounded and
@@ -94,6 +106,24 @@ impl SpsaState {
                 })
                 .collect(),
             outcomes: [0; 5],
+            trace: Vec::new(),
+        }
+    }
+
+    /// Pairs between two points of the trace: a hundredth of the tune.
+    pub fn trace_every(&self) -> u64 {
+        (self.iterations / 100).max(1)
+    }
+
+    /// The estimate at the last trace point at or before `done` pairs (the start at 0);
+    /// `None` when the trace has no such point (a state from before the trace was kept).
+    pub fn values_at(&self, done: u64) -> Option<Vec<f64>> {
+        match self.trace.iter().rev().find(|t| t.done <= done) {
+            Some(t) => Some(t.values.clone()),
+            None if done == 0 || self.trace.first().is_some_and(|t| t.done == self.trace_every()) => {
+                Some(self.params.iter().map(|p| p.start).collect())
+            }
+            None => None,
         }
     }
 
@@ -124,6 +154,24 @@ impl SpsaState {
             if p.c_end <= 0.0 || p.r_end <= 0.0 {
                 return bad("c_end and r_end must be positive");
             }
+        }
+        let mut last = 0;
+        for t in &self.trace {
+            if t.done < last || t.done > self.done {
+                return Err(SpsaError::Invalid(format!(
+                    "trace point at {} pairs (after one at {last}, with {} done)",
+                    t.done, self.done
+                )));
+            }
+            if t.values.len() != self.params.len() || t.values.iter().any(|v| !v.is_finite()) {
+                return Err(SpsaError::Invalid(format!(
+                    "trace point at {} pairs: {} values, {} parameters, all finite expected",
+                    t.done,
+                    t.values.len(),
+                    self.params.len()
+                )));
+            }
+            last = t.done;
         }
         Ok(())
     }
@@ -174,6 +222,10 @@ impl SpsaState {
             let step = self.a_k(p, pert.k) / pert.c[i] * r as f64 * pert.signs[i] as f64;
             let q = &mut self.params[i];
             q.value = (q.value + step).clamp(q.min, q.max);
+        }
+        if self.done.is_multiple_of(self.trace_every()) {
+            let values = self.params.iter().map(|p| p.value).collect();
+            self.trace.push(TracePoint { done: self.done, values });
         }
     }
 
@@ -269,6 +321,45 @@ mod tests {
         let v = st.values();
         assert!((v[0].1 - 250).abs() <= 40, "{v:?}");
         assert!((v[1].1 - 40).abs() <= 20, "{v:?}");
+    }
+
+    #[test]
+    fn the_trace_keeps_the_estimate_every_hundredth_of_the_tune() {
+        let a = spec("a", 100, 0, 400, 10);
+        let mut st = SpsaState::new(&[&a], 300, 0.05, 5);
+        assert_eq!(st.trace_every(), 3);
+        let mut after = Vec::new();
+        for k in 0..7 {
+            let p = st.next_perturbation();
+            st.apply(&p, if k % 2 == 0 { 2 } else { 1 });
+            after.push(st.params[0].value);
+        }
+        let points: Vec<(u64, f64)> = st.trace.iter().map(|t| (t.done, t.values[0])).collect();
+        assert_eq!(points, [(3, after[2]), (6, after[5])]);
+        assert_eq!(st.values_at(5), Some(vec![after[2]]));
+        assert_eq!(st.values_at(2), Some(vec![100.0]), "before the first point: the start");
+        assert_eq!(st.validate(), Ok(()));
+        let mut bad = st.clone();
+        bad.trace[1].values.push(1.0);
+        assert!(matches!(bad.validate(), Err(SpsaError::Invalid(_))));
+        let mut bad = st.clone();
+        bad.trace[1].done = 8;
+        assert!(matches!(bad.validate(), Err(SpsaError::Invalid(_))));
+        // A state written before the trace was kept reads as one without points.
+        let mut json: serde_json::Value = serde_json::to_value(&st).unwrap();
+        json.as_object_mut().unwrap().remove("trace");
+        let mut old: SpsaState = serde_json::from_value(json).unwrap();
+        assert!(old.trace.is_empty() && old.validate().is_ok());
+        assert_eq!(old.values_at(4), None, "unknown: no point kept then");
+        assert_eq!(old.values_at(0), Some(vec![100.0]));
+        // Resumed, it traces from there on; the pairs before stay unknown.
+        for _ in 0..2 {
+            let p = old.next_perturbation();
+            old.apply(&p, 1);
+        }
+        assert_eq!(old.trace.iter().map(|t| t.done).collect::<Vec<_>>(), [9]);
+        assert_eq!(old.values_at(8), None);
+        assert_eq!(old.values_at(9), Some(vec![old.params[0].value]));
     }
 
     #[test]
