@@ -73,8 +73,12 @@ impl Command {
     /// instead of panicking in `println!`. The others keep SIGPIPE ignored: `match` and the
     /// workers' match jobs write to engines they started, whose death must be an error
     /// they report, not the end of the match; `train`, `worker` and `status` talk to peers;
-    /// `usi`, `gensfen` and `learn` are left as they were.
+    /// `usi`, `gensfen` and `learn` are left as they were; `tune` only for `--list` and
+    /// `--status`.
     fn only_prints(&self) -> bool {
+        if let Command::Tune(args) = self {
+            return args.only_prints();
+        }
         matches!(
             self,
             Command::Perft(_)

@@ -21,16 +21,20 @@ fn json(text: &str) -> serde_json::Value {
 #[test]
 fn printing_into_a_closed_pipe_ends_quietly() {
     use std::os::unix::process::ExitStatusExt;
-    let (reader, writer) = std::io::pipe().expect("a pipe");
-    drop(reader);
-    let out = Command::new(env!("CARGO_BIN_EXE_keima"))
-        .args(["moves", "--sfen", "startpos"])
-        .stdout(writer)
-        .output()
-        .expect("run keima");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "status {:?}, stderr: {stderr}", out.status);
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    for args in [&["moves", "--sfen", "startpos"][..], &["tune", "--list"]] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_keima")).args(args).stdout(writer).output().expect("run keima");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: status {:?}, stderr: {stderr}",
+            out.status
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
 }
 
 #[test]

@@ -81,6 +81,13 @@ pub struct TuneArgs {
     status: bool,
 }
 
+impl TuneArgs {
+    /// `--list` and `--status` only print; a tune talks to the engines it started.
+    pub fn only_prints(&self) -> bool {
+        self.list || self.status
+    }
+}
+
 /// How a tune's games are played: part of the tune, so stored with it and taken back on
 /// `--resume` (a resumed tune at another budget would tune something else).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
