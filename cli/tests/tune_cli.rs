@@ -54,6 +54,9 @@ fn tune_runs_saves_and_resumes() {
     let row = status.lines().find(|l| l.starts_with("rfp_margin")).unwrap_or_else(|| panic!("{status}"));
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cols[4..], [format!("{moved:+.2}"), "+0.00".to_string()], "{row}");
+    let set = |text: &str| text.lines().find(|l| l.starts_with("SearchParams=")).map(str::to_string);
+    assert_eq!(set(&status), set(&stdout), "--status prints the set the tune printed at its end");
+    assert_eq!(stdout.matches("SearchParams=").count(), 2, "once alone, once in the check line: {stdout}");
     assert_eq!(v["trace"].as_array().map(|t| t.len()), Some(3), "a point a pair in a 3-pair tune: {v}");
     assert_eq!(state(&out), v, "--status writes nothing");
     let o = tune(&["--status"], &tmp.path().join("none"));

@@ -207,6 +207,8 @@ fn print_status(st: &SpsaState, path: &Path) {
             last
         );
     }
+    // The estimate as it stands, ready for `keima match --option1 SearchParams=...`.
+    println!("SearchParams={}", st.values_text());
 }
 
 fn chosen_params(names: &[String]) -> Result<Vec<&'static ParamSpec>, String> {
@@ -482,7 +484,6 @@ pub fn run(args: TuneArgs) -> CommandResult {
         st.iterations,
         path.display()
     );
-    println!("SearchParams={}", st.values_text());
     println!(
         "check it: keima match --engine1 self --engine2 self --option1 SearchParams={} --nodes {} --sprt 0,5 ... (the same --option for both sides)",
         st.values_text(),
