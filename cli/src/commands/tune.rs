@@ -476,10 +476,10 @@ pub fn run(args: TuneArgs) -> CommandResult {
     for p in &st.params {
         tracing::info!(param = %p.name, start = p.start, value = p.value, "tuned");
     }
+    // The status table already gives the outcomes; the summary adds the faults.
     print_status(&st, &path);
-    let [m2, m1, z, p1, p2] = st.outcomes;
     println!(
-        "tune: {} of {} pairs (plus side's wins − losses per pair: −2 {m2}, −1 {m1}, 0 {z}, +1 {p1}, +2 {p2}; {faults} games ended by a fault); state {}",
+        "tune: {} of {} pairs ({faults} games ended by a fault); state {}",
         st.done,
         st.iterations,
         path.display()
