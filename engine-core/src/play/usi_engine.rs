@@ -27,6 +27,8 @@ pub const DEFAULT_HASH_MIB: usize = 64;
 pub const DEFAULT_NETWORK_DELAY_MS: u64 = 120;
 /// Bound of the `Contempt` option (eval units; a pawn is about 90).
 pub const MAX_CONTEMPT: i32 = 1000;
+/// Most lines the `MultiPV` option asks for (a position has at most 593 legal moves).
+pub const MAX_MULTI_PV: usize = 800;
 
 /// One `info` line for a finished iteration.
 pub fn info_line(info: &Info) -> String {
@@ -34,8 +36,9 @@ pub fn info_line(info: &Info) -> String {
         Some(n) => format!("mate {n}"),
         None => format!("cp {}", info.score),
     };
+    let multipv = info.multipv.map_or(String::new(), |k| format!(" multipv {k}"));
     let mut line = format!(
-        "info depth {} seldepth {} score {score} nodes {} nps {} hashfull {} time {}",
+        "info depth {} seldepth {}{multipv} score {score} nodes {} nps {} hashfull {} time {}",
         info.depth,
         info.seldepth.max(info.depth),
         info.nodes,
@@ -131,6 +134,8 @@ pub struct UsiEngine<W: Write + Send + 'static> {
     correction_history: Option<bool>,
     /// `SearchParams`: the search's tunable numbers (`name=value,...`; empty: defaults).
     search_params: SearchParams,
+    /// `MultiPV`: see `SearchOptions::multi_pv` (consultation players ignore it).
+    multi_pv: usize,
     loaded: Option<(String, String)>,
     evaluator: Option<Arc<Evaluator>>,
     tt: Option<(usize, Arc<TranspositionTable>)>,
@@ -158,6 +163,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             contempt: 0,
             correction_history: None,
             search_params: SearchParams::default(),
+            multi_pv: 1,
             loaded: None,
             evaluator: None,
             tt: None,
@@ -219,6 +225,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                 ));
                 self.say("option name CorrectionHistory type combo default auto var auto var true var false");
                 self.say("option name SearchParams type string default <empty>");
+                self.say(&format!("option name MultiPV type spin default 1 min 1 max {MAX_MULTI_PV}"));
                 for line in consult::USI_OPTIONS {
                     self.say(line);
                 }
@@ -323,6 +330,15 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
             "searchparams" => SearchParams::parse(value).map(|p| self.search_params = p).map_err(|e| {
                 format!("option SearchParams: {e}; keeping {:?}", self.search_params.overrides())
             }),
+            "multipv" => match value.parse::<usize>() {
+                Ok(v) if (1..=MAX_MULTI_PV).contains(&v) => {
+                    self.multi_pv = v;
+                    Ok(())
+                }
+                _ => Err(format!(
+                    "option MultiPV: expected a whole number from 1 to {MAX_MULTI_PV}, got {value:?}"
+                )),
+            },
             "usi_ponder" => Ok(()),
             _ => Err(format!("unknown option {name:?}")),
         };
@@ -420,6 +436,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
         searcher.options.contempt = self.contempt;
         searcher.options.correction_history = self.correction_history_with(searcher.evaluator());
         searcher.options.params = self.search_params;
+        searcher.options.multi_pv = self.multi_pv;
         searcher.set_position(&self.start, &self.moves);
         let side = searcher.position().side_to_move();
         let (limits, clock, unbounded) = search_limits(&params, side, self.network_delay_ms);
@@ -528,6 +545,7 @@ impl<W: Write + Send + 'static> UsiEngine<W> {
                         elapsed: chosen.elapsed,
                         hashfull: 0,
                         pv: chosen.pv.clone(),
+                        multipv: None,
                     }),
                 );
                 while !thread_release.load(Ordering::SeqCst) {
@@ -760,6 +778,32 @@ mod tests {
         assert_eq!(nodes_at_depth_8(&mut engine, &buf), tuned);
         engine.handle_line("setoption name SearchParams value <empty>");
         assert_eq!(nodes_at_depth_8(&mut engine, &buf), auto);
+
+        // MultiPV: each depth reports its lines ranked, the answer is the first line's move;
+        // out-of-range values are refused by name and change nothing.
+        engine.handle_line("setoption name MultiPV value 3");
+        engine.handle_line("position sfen 4k4/9/7r1/6S2/9/2b6/2G6/9/4K4 b - 1");
+        engine.handle_line("go depth 3");
+        engine.wait_search();
+        let out = buf.take();
+        let depth3: Vec<&str> = out.lines().filter(|l| l.starts_with("info depth 3 ")).collect();
+        assert_eq!(depth3.len(), 3, "{out}");
+        for (i, l) in depth3.iter().enumerate() {
+            assert!(l.contains(&format!(" multipv {} score ", i + 1)), "{l}");
+        }
+        let first_move = depth3[0].split(" pv ").nth(1).unwrap().split(' ').next().unwrap();
+        assert!(out.ends_with(&format!("bestmove {first_move}\n")), "{out}");
+        for bad in ["0", "801", "two"] {
+            engine.handle_line(&format!("setoption name MultiPV value {bad}"));
+            assert!(buf.take().starts_with("info string error: option MultiPV: expected a whole number"));
+        }
+        engine.handle_line("go depth 2");
+        engine.wait_search();
+        assert!(buf.take().contains(" multipv 3 "), "a refused value keeps the lines");
+        engine.handle_line("setoption name MultiPV value 1");
+        engine.handle_line("go depth 2");
+        engine.wait_search();
+        assert!(!buf.take().contains("multipv"), "one line carries no rank, as before MultiPV");
 
         // Declaration and resignation.
         engine.handle_line("position sfen GGSS1SSGG/+R3K3+B/9/9/9/9/9/9/4k4 b 10P 1");

@@ -149,7 +149,7 @@ impl SearchThread {
         let tte = if excluded.is_none() { self.tt.probe(key) } else { None };
         let tt_value = tte.map_or(VALUE_NONE, |e| score_from_tt(e.score, ply));
         let tt_mv = if root {
-            self.root_moves[0].mv
+            self.root_moves[self.pv_idx].mv
         } else {
             tte.and_then(|e| tt_move(&self.pos, e.move16)).unwrap_or(Move::NONE)
         };
@@ -336,7 +336,8 @@ impl SearchThread {
         let mut captures_searched = [Move::NONE; 32];
         let mut captures_count = 0;
         let mut singular_quiet_lmr = false;
-        let mut root_index = 0;
+        // MultiPV: the root tries the moves whose lines are not yet found at this depth.
+        let mut root_index = if root { self.pv_idx } else { 0 };
         loop {
             let m = if root {
                 if root_index >= self.root_moves.len() {
@@ -626,8 +627,11 @@ impl SearchThread {
         // What the search found teaches the correction history, when it says on which
         // side of the static evaluation the truth lies and is not about material won by a
         // capture or about a mate.
-        // (No features at excluded-move re-entries: their result is not the node's.)
+        // (No features at excluded-move re-entries: their result is not the node's; nor
+        // for the root's later MultiPV lines, which leave its best move out.)
+        let whole_node = !(root && self.pv_idx > 0);
         if let Some(features) = correction_features
+            && whole_node
             && (best_move.is_none() || !is_capture(&self.pos, best_move))
             && best.abs() < MATE_IN_MAX_PLY
             && !(best >= beta && best <= static_eval)
@@ -636,7 +640,7 @@ impl SearchThread {
             self.correction.update(&features, best - static_eval, depth);
         }
 
-        if excluded.is_none() {
+        if excluded.is_none() && whole_node {
             let bound = if best >= beta {
                 Bound::Lower
             } else if PV && !best_move.is_none() && best > original_alpha {

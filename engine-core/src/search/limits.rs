@@ -59,6 +59,10 @@ pub struct SearchOptions {
     pub contempt: i32,
     /// The search's margins, reductions and windows (`params.rs`).
     pub params: SearchParams,
+    /// Root moves searched with a full principal variation each iteration (USI
+    /// `MultiPV`): the best, then the best of the rest, and so on. 1 (the default) is the
+    /// ordinary search; more lines cost time and are for analysis, not play.
+    pub multi_pv: usize,
 }
 
 impl SearchOptions {
@@ -86,6 +90,7 @@ impl Default for SearchOptions {
             eval_noise: None,
             contempt: 0,
             params: SearchParams::default(),
+            multi_pv: 1,
         }
     }
 }

@@ -33,6 +33,9 @@ pub struct Info {
     pub elapsed: Duration,
     pub hashfull: u32,
     pub pv: Vec<Move>,
+    /// The line's rank (1 = best) when the search keeps several lines (USI `MultiPV` > 1);
+    /// `None` for the ordinary search's single line.
+    pub multipv: Option<usize>,
 }
 
 impl Info {
@@ -233,6 +236,7 @@ impl Searcher {
                     elapsed: result.elapsed,
                     hashfull: self.tt.hashfull(),
                     pv: result.pv.clone(),
+                    multipv: None,
                 });
                 return result;
             }
@@ -264,12 +268,14 @@ impl Searcher {
                     elapsed: start.elapsed(),
                     hashfull: tt.hashfull(),
                     pv: it.pv.clone(),
+                    multipv: it.multipv,
                 })
             });
             // The main thread is done (depth reached, time used or stopped): end the helpers.
             stop.store(true, Ordering::Relaxed);
         });
-        let best = best_thread(&self.threads);
+        // With several lines the main thread's are the ones reported: its best is the answer.
+        let best = if self.options.multi_pv > 1 { 0 } else { best_thread(&self.threads) };
         let t = &self.threads[best];
         let rm = &t.root_moves[0];
         result.best_move = rm.mv;

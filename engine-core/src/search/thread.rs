@@ -95,12 +95,14 @@ pub(super) struct Shared {
     pub nodes: Vec<AtomicU64>,
 }
 
-/// A finished iteration, as the main thread reports it.
+/// One line of a finished iteration, as the main thread reports it.
 pub(super) struct Iteration {
     pub depth: i32,
     pub seldepth: i32,
     pub score: i32,
     pub pv: Vec<Move>,
+    /// The line's rank (1 = best) when the search keeps several (`SearchOptions::multi_pv`).
+    pub multipv: Option<usize>,
 }
 
 pub(super) struct SearchThread {
@@ -131,6 +133,9 @@ pub(super) struct SearchThread {
     pub root_depth: i32,
     pub completed_depth: i32,
     pub root_moves: Vec<RootMove>,
+    /// The root move whose line is being searched (MultiPV): moves before it keep the
+    /// lines already found at this depth, the search at the root tries it and those after.
+    pub pv_idx: usize,
     pub best_move_changes: f64,
     /// Null-move verification: no null move for `nmp_color` before this ply.
     pub nmp_min_ply: i32,
@@ -177,6 +182,7 @@ impl SearchThread {
             root_depth: 1,
             completed_depth: 0,
             root_moves: Vec::new(),
+            pv_idx: 0,
             best_move_changes: 0.0,
             nmp_min_ply: 0,
             nmp_color: Color::Black,
@@ -404,6 +410,42 @@ impl SearchThread {
         self.root_moves = moves.into_iter().map(|(_, m)| RootMove::new(m)).collect();
     }
 
+    /// Searches the line of root move `pv_idx` at `depth` (the best of the root moves
+    /// from `pv_idx` on) with aspiration windows around its last score, re-searching
+    /// until the score falls inside the window or the search stops.
+    fn search_root_line(&mut self, depth: i32) {
+        self.seldepth = 0;
+        let pv_idx = self.pv_idx;
+        let previous = self.root_moves[pv_idx].avg_score;
+        let (mut alpha, mut beta, mut delta) = if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY {
+            let delta = self.options.params.asp_delta + previous.abs() / self.options.params.asp_score_div;
+            ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
+        } else {
+            (-INFINITE, INFINITE, INFINITE)
+        };
+        let mut failed_high = 0;
+        loop {
+            let adjusted = (depth - failed_high).max(1);
+            let score = self.search::<true>(alpha, beta, adjusted, 0, false);
+            // Moves that failed low keep their old order behind the best one.
+            self.root_moves[pv_idx..].sort_by_key(|rm| std::cmp::Reverse(rm.score));
+            if self.stopped() {
+                break;
+            }
+            if score <= alpha {
+                beta = (alpha + beta) / 2;
+                alpha = (score - delta).max(-INFINITE);
+                failed_high = 0;
+            } else if score >= beta {
+                beta = (score + delta).min(INFINITE);
+                failed_high += 1;
+            } else {
+                break;
+            }
+            delta += delta / 4 + 5;
+        }
+    }
+
     /// Iterative deepening until the depth limit or a stop; the main thread calls
     /// `report` after each finished iteration and decides when to stop.
     pub fn iterate(&mut self, mut report: impl FnMut(&SearchThread, &Iteration)) {
@@ -421,6 +463,7 @@ impl SearchThread {
         let mut last_best_move_depth = 0;
         let mut iteration_scores = [self.root_moves[0].avg_score; 4];
         let mut previous_time_reduction = 1.0;
+        let lines = self.options.multi_pv.clamp(1, self.root_moves.len());
         for depth in 1..=max_depth {
             if self.stopped() {
                 break;
@@ -429,39 +472,21 @@ impl SearchThread {
                 self.best_move_changes *= 0.5;
             }
             self.root_depth = depth;
-            self.seldepth = 0;
             for rm in &mut self.root_moves {
                 rm.prev_score = rm.score;
             }
             let previous = self.root_moves[0].avg_score;
-            let (mut alpha, mut beta, mut delta) = if depth >= 4 && previous.abs() < MATE_IN_MAX_PLY {
-                let delta =
-                    self.options.params.asp_delta + previous.abs() / self.options.params.asp_score_div;
-                ((previous - delta).max(-INFINITE), (previous + delta).min(INFINITE), delta)
-            } else {
-                (-INFINITE, INFINITE, INFINITE)
-            };
-            let mut failed_high = 0;
-            loop {
-                let adjusted = (depth - failed_high).max(1);
-                let score = self.search::<true>(alpha, beta, adjusted, 0, false);
-                // Moves that failed low keep their old order behind the best one.
-                self.root_moves.sort_by_key(|rm| std::cmp::Reverse(rm.score));
+            for pv_idx in 0..lines {
+                self.pv_idx = pv_idx;
+                self.search_root_line(depth);
+                // The lines found so far at this depth, best first (a later line can
+                // score above an earlier one when its search saw more).
+                self.root_moves[..=pv_idx].sort_by_key(|rm| std::cmp::Reverse(rm.score));
                 if self.stopped() {
                     break;
                 }
-                if score <= alpha {
-                    beta = (alpha + beta) / 2;
-                    alpha = (score - delta).max(-INFINITE);
-                    failed_high = 0;
-                } else if score >= beta {
-                    beta = (score + delta).min(INFINITE);
-                    failed_high += 1;
-                } else {
-                    break;
-                }
-                delta += delta / 4 + 5;
             }
+            self.pv_idx = 0;
             if self.stopped() {
                 break;
             }
@@ -473,8 +498,16 @@ impl SearchThread {
             }
             let score = best.score;
             if main {
-                let it = Iteration { depth, seldepth: best.sel_depth, score, pv: best.pv.clone() };
-                report(self, &it);
+                for (i, rm) in self.root_moves[..lines].iter().enumerate() {
+                    let it = Iteration {
+                        depth,
+                        seldepth: rm.sel_depth,
+                        score: rm.score,
+                        pv: rm.pv.clone(),
+                        multipv: (lines > 1).then_some(i + 1),
+                    };
+                    report(self, &it);
+                }
             }
             if score.abs() >= MATE_IN_MAX_PLY && depth >= MATE - score.abs() {
                 if main {
