@@ -206,7 +206,7 @@ fn bench_depth_takes_the_search_parameters() {
         (v["total_nodes"].clone(), v["mean_depth"].clone())
     };
     let default = run("");
-    assert_eq!(run("lmr_scale=2150,rfp_margin=170"), default);
+    assert_eq!(run("lmr_scale=2167,rfp_margin=173"), default);
     assert_ne!(run("lmr_scale=1700,rfp_margin=300"), default);
     let (code, _, err) =
         keima(&["bench", "depth", "--records", records, "--search-params", "rfp_margin=99999"]);
