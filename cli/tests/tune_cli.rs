@@ -50,7 +50,8 @@ fn tune_runs_saves_and_resumes() {
     let (status, _) = text(&o);
     assert!(status.contains("3 of 3 pairs (100%)"), "{status}");
     let p0 = &v["params"][0];
-    let moved = (p0["value"].as_f64().unwrap() - 170.0) / p0["c_end"].as_f64().unwrap();
+    let start = f64::from(engine_core::search::SearchParams::default().rfp_margin);
+    let moved = (p0["value"].as_f64().unwrap() - start) / p0["c_end"].as_f64().unwrap();
     let row = status.lines().find(|l| l.starts_with("rfp_margin")).unwrap_or_else(|| panic!("{status}"));
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cols[4..], [format!("{moved:+.2}"), "+0.00".to_string()], "{row}");
@@ -138,5 +139,6 @@ fn tune_refuses_bad_input_by_name() {
     let o = Command::new(env!("CARGO_BIN_EXE_keima")).args(["tune", "--list"]).output().unwrap();
     assert!(o.status.success());
     let (list, _) = text(&o);
-    assert!(list.lines().any(|l| l.starts_with("rfp_margin") && l.contains("170")), "{list}");
+    let default = engine_core::search::SearchParams::default().rfp_margin.to_string();
+    assert!(list.lines().any(|l| l.starts_with("rfp_margin") && l.contains(&default)), "{list}");
 }

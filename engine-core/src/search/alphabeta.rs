@@ -551,7 +551,8 @@ impl SearchThread {
                     rm.pv.clear();
                     rm.pv.push(m);
                     rm.pv.extend_from_slice(&child_pv);
-                    if move_count > 1 {
+                    // (Only the best line's changes make the time manager think longer.)
+                    if move_count > 1 && self.pv_idx == 0 {
                         self.best_move_changes += 1.0;
                     }
                 } else {

@@ -479,12 +479,14 @@ impl SearchThread {
             for pv_idx in 0..lines {
                 self.pv_idx = pv_idx;
                 self.search_root_line(depth);
+                if self.stopped() {
+                    // An unfinished line keeps an older depth's score: it must not be
+                    // sorted above the lines this depth finished.
+                    break;
+                }
                 // The lines found so far at this depth, best first (a later line can
                 // score above an earlier one when its search saw more).
                 self.root_moves[..=pv_idx].sort_by_key(|rm| std::cmp::Reverse(rm.score));
-                if self.stopped() {
-                    break;
-                }
             }
             self.pv_idx = 0;
             if self.stopped() {
