@@ -14,7 +14,7 @@ pub mod zobrist;
 
 pub use bitboard::Bitboard;
 pub use game::{Game, GameEnd, GameOutcome};
-pub use movegen::{CheckInfo, MAX_MOVES, MoveList};
+pub use movegen::{CheckInfo, MAX_MOVES, MoveList, MoveSink};
 pub use position::{MoveDelta, Position};
 pub use sfen::{HANDICAPS, STARTPOS_SFEN, SfenError, UsiMoveError, UsiPosition, UsiPositionError};
 pub use types::{Color, Hand, Move, Piece, PieceType, Square};

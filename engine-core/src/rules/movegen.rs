@@ -95,6 +95,37 @@ impl MoveList {
     }
 }
 
+/// Where the generators put their moves: a `MoveList`, or a search's own buffer.
+pub trait MoveSink {
+    /// False for a search, which never plays a pawn, bishop or rook unpromoted where it
+    /// could promote: the generators then leave those moves out.
+    const INFERIOR_NON_PROMOTIONS: bool = true;
+    fn push(&mut self, m: Move);
+}
+
+impl MoveSink for MoveList {
+    #[inline]
+    fn push(&mut self, m: Move) {
+        MoveList::push(self, m);
+    }
+}
+
+/// Passes on only the moves that give check (in order).
+struct ChecksOnly<'a, S: MoveSink> {
+    inner: &'a mut S,
+    checks: &'a CheckInfo,
+}
+
+impl<S: MoveSink> MoveSink for ChecksOnly<'_, S> {
+    const INFERIOR_NON_PROMOTIONS: bool = S::INFERIOR_NON_PROMOTIONS;
+    #[inline]
+    fn push(&mut self, m: Move) {
+        if self.checks.gives_check(m) {
+            self.inner.push(m);
+        }
+    }
+}
+
 impl<'a> IntoIterator for &'a MoveList {
     type Item = &'a Move;
     type IntoIter = std::slice::Iter<'a, Move>;
@@ -121,9 +152,10 @@ fn unmovable_ranks(us: Color, pt: PieceType) -> Bitboard {
     }
 }
 
-/// Pushes a board move with every promotion choice the rules allow.
+/// Pushes a board move with every promotion choice the rules allow (but the inferior
+/// non-promotions, for a sink that does not want them).
 #[inline(always)]
-fn push_board_move(list: &mut MoveList, us: Color, piece: Piece, from: Square, to: Square) {
+fn push_board_move<S: MoveSink>(list: &mut S, us: Color, piece: Piece, from: Square, to: Square) {
     let zone = Bitboard::promotion_zone(us);
     match piece.piece_type() {
         // Forward-only pieces must promote where they could never move again; a pawn or a
@@ -131,18 +163,23 @@ fn push_board_move(list: &mut MoveList, us: Color, piece: Piece, from: Square, t
         pt @ (PieceType::Pawn | PieceType::Lance | PieceType::Knight) => {
             let dead_depth = if pt == PieceType::Knight { 2 } else { 1 };
             let promote_only = Bitboard::dead_ranks(us, dead_depth).contains(to);
-            if promote_only || zone.contains(to) {
+            let may_promote = promote_only || zone.contains(to);
+            if may_promote {
                 list.push(Move::new_board(from, to, true, piece));
             }
-            if !promote_only {
+            let inferior = pt == PieceType::Pawn && may_promote;
+            if !promote_only && (S::INFERIOR_NON_PROMOTIONS || !inferior) {
                 list.push(Move::new_board(from, to, false, piece));
             }
         }
-        PieceType::Silver | PieceType::Bishop | PieceType::Rook => {
-            if zone.contains(to) || zone.contains(from) {
+        pt @ (PieceType::Silver | PieceType::Bishop | PieceType::Rook) => {
+            let may_promote = zone.contains(to) || zone.contains(from);
+            if may_promote {
                 list.push(Move::new_board(from, to, true, piece));
             }
-            list.push(Move::new_board(from, to, false, piece));
+            if S::INFERIOR_NON_PROMOTIONS || !may_promote || pt == PieceType::Silver {
+                list.push(Move::new_board(from, to, false, piece));
+            }
         }
         _ => list.push(Move::new_board(from, to, false, piece)),
     }
@@ -186,36 +223,36 @@ impl Position {
         list
     }
 
-    pub fn generate_legal(&self, list: &mut MoveList) {
+    pub fn generate_legal<S: MoveSink>(&self, list: &mut S) {
         self.generate(list, Bitboard::ALL, true);
     }
 
     /// Legal captures, with every promotion choice (for quiescence search).
-    pub fn generate_captures(&self, list: &mut MoveList) {
+    pub fn generate_captures<S: MoveSink>(&self, list: &mut S) {
         self.generate(list, self.pieces_of(self.side_to_move().opponent()), false);
     }
 
     /// Legal moves that capture nothing (drops included): with `generate_captures`,
     /// exactly the legal moves.
-    pub fn generate_quiets(&self, list: &mut MoveList) {
+    pub fn generate_quiets<S: MoveSink>(&self, list: &mut S) {
         self.generate(list, !self.occupied(), true);
     }
 
     /// The moves of `generate_quiets` that give check, in the same order, without
     /// generating the others: quiescence and late-move pruning want only these. `checks`
     /// must be this position's; the side to move must not be in check.
-    pub fn generate_quiet_checks(&self, list: &mut MoveList, checks: &CheckInfo) {
+    pub fn generate_quiet_checks<S: MoveSink>(&self, list: &mut S, checks: &CheckInfo) {
         debug_assert!(!self.in_check(), "quiet checks are generated only out of check");
         let targets = !self.occupied();
         let king = self.king_square(self.side_to_move());
+        let mut list = ChecksOnly { inner: list, checks };
         if let Some(ksq) = king
             && checks.discoverers.contains(ksq)
         {
-            self.push_king_moves(list, ksq, targets);
+            self.push_king_moves(&mut list, ksq, targets);
         }
-        self.push_non_king_moves(list, targets, king, Some(checks));
-        self.push_drops(list, targets, Some(checks));
-        list.retain(|m| checks.gives_check(m));
+        self.push_non_king_moves(&mut list, targets, king, Some(checks));
+        self.push_drops(&mut list, targets, Some(checks));
     }
 
     /// Legal moves that give check.
@@ -250,7 +287,7 @@ impl Position {
         !list.is_empty()
     }
 
-    fn generate(&self, list: &mut MoveList, target_mask: Bitboard, with_drops: bool) {
+    fn generate<S: MoveSink>(&self, list: &mut S, target_mask: Bitboard, with_drops: bool) {
         let us = self.side_to_move();
         let ours = self.pieces_of(us);
         let occ = self.occupied();
@@ -278,7 +315,7 @@ impl Position {
     }
 
     #[inline]
-    fn push_king_moves(&self, list: &mut MoveList, ksq: Square, targets: Bitboard) {
+    fn push_king_moves<S: MoveSink>(&self, list: &mut S, ksq: Square, targets: Bitboard) {
         let us = self.side_to_move();
         let occ_without_king = self.occupied() ^ Bitboard::from_square(ksq);
         let king = Piece::new(us, PieceType::King);
@@ -293,9 +330,9 @@ impl Position {
     /// order): those of discovered-check candidates, and those landing where the piece,
     /// promoted or not, would attack the enemy king.
     #[inline]
-    fn push_non_king_moves(
+    fn push_non_king_moves<S: MoveSink>(
         &self,
-        list: &mut MoveList,
+        list: &mut S,
         targets: Bitboard,
         king: Option<Square>,
         checks: Option<&CheckInfo>,
@@ -349,7 +386,7 @@ impl Position {
     }
 
     /// With `checks`, only drops that give check.
-    fn push_drops(&self, list: &mut MoveList, targets: Bitboard, checks: Option<&CheckInfo>) {
+    fn push_drops<S: MoveSink>(&self, list: &mut S, targets: Bitboard, checks: Option<&CheckInfo>) {
         let us = self.side_to_move();
         let hand = self.hand(us);
         if hand.is_empty() {
@@ -665,6 +702,77 @@ mod tests {
     /// The quiet-check generator yields exactly the checking moves of `generate_quiets`,
     /// in the same order (the search's move order, and so its node counts, depend on it),
     /// including discovered checks, checks by promotion and drops.
+    /// A search's sink: collects moves, and asks for no inferior non-promotions.
+    struct SearchSink(Vec<Move>);
+
+    impl MoveSink for SearchSink {
+        const INFERIOR_NON_PROMOTIONS: bool = false;
+        fn push(&mut self, m: Move) {
+            self.0.push(m);
+        }
+    }
+
+    /// The rule, written out: a pawn that could promote on its destination, or a bishop
+    /// or rook that could promote on its move, not promoting.
+    fn inferior(m: Move) -> bool {
+        let zone = Bitboard::promotion_zone(m.moved_piece().color());
+        !m.is_drop()
+            && !m.is_promotion()
+            && match m.moved_piece().piece_type() {
+                PieceType::Pawn => zone.contains(m.to()),
+                PieceType::Bishop | PieceType::Rook => zone.contains(m.to()) || zone.contains(m.from()),
+                _ => false,
+            }
+    }
+
+    /// For a sink that does not want them, every generator leaves out exactly the
+    /// inferior non-promotions and keeps the order of the rest.
+    #[test]
+    fn search_sinks_get_the_moves_less_inferior_non_promotions_in_order() {
+        let suite = crate::rules::random_walk::capture_heavy_suite(400, 29);
+        let mut left_out = 0;
+        for pos in &suite {
+            let info = pos.check_info();
+            type Generator = fn(&Position, &CheckInfo, &mut dyn FnMut(&mut MoveList, &mut SearchSink));
+            let generators: [(&str, Generator); 4] = [
+                ("legal", |p, _, f| {
+                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
+                    p.generate_legal(&mut l);
+                    p.generate_legal(&mut s);
+                    f(&mut l, &mut s)
+                }),
+                ("captures", |p, _, f| {
+                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
+                    p.generate_captures(&mut l);
+                    p.generate_captures(&mut s);
+                    f(&mut l, &mut s)
+                }),
+                ("quiets", |p, _, f| {
+                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
+                    p.generate_quiets(&mut l);
+                    p.generate_quiets(&mut s);
+                    f(&mut l, &mut s)
+                }),
+                ("quiet checks", |p, ci, f| {
+                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
+                    if !p.in_check() {
+                        p.generate_quiet_checks(&mut l, ci);
+                        p.generate_quiet_checks(&mut s, ci);
+                    }
+                    f(&mut l, &mut s)
+                }),
+            ];
+            for (name, generate) in generators {
+                generate(pos, &info, &mut |all, search| {
+                    let want: Vec<Move> = all.iter().copied().filter(|&m| !inferior(m)).collect();
+                    assert_eq!(search.0, want, "{name} in {}", pos.to_sfen());
+                    left_out += all.len() - want.len();
+                });
+            }
+        }
+        assert!(left_out > 300, "{left_out} inferior non-promotions left out");
+    }
+
     #[test]
     fn quiet_checks_are_the_checking_quiets_in_order() {
         let mut suite = crate::rules::random_walk::capture_heavy_suite(600, 23);

@@ -16,7 +16,7 @@ use super::history::{History, cont_row};
 use super::see::{captured_value, see_ge};
 use crate::eval::material::piece_value;
 use crate::rules::attacks::{gold_attacks, knight_attacks, lance_attacks, pawns_attacks, silver_attacks};
-use crate::rules::{Bitboard, CheckInfo, MAX_MOVES, Move, MoveList, PieceType, Position, Square};
+use crate::rules::{Bitboard, CheckInfo, MAX_MOVES, Move, MoveSink, PieceType, Position, Square};
 
 #[derive(Clone, Copy, Default)]
 struct ScoredMove {
@@ -102,6 +102,38 @@ pub fn is_capture(pos: &Position, m: Move) -> bool {
     !m.is_drop() && !pos.piece_on(m.to()).is_empty()
 }
 
+/// The picker's buffer as a generator's sink: each move appended at `end`, unscored.
+/// Generators leave out the inferior non-promotions for it.
+struct Appender<'a> {
+    moves: &'a mut [ScoredMove; MAX_MOVES],
+    end: &'a mut usize,
+    /// Quiescence: also every non-promotion whose promotion is generated.
+    promotions_only: bool,
+    last_promotion: Move,
+}
+
+impl MoveSink for Appender<'_> {
+    const INFERIOR_NON_PROMOTIONS: bool = false;
+
+    #[inline]
+    fn push(&mut self, m: Move) {
+        debug_assert!(!is_inferior_non_promotion(m));
+        if m.is_promotion() {
+            self.last_promotion = m;
+        } else if self.promotions_only
+            && !m.is_drop()
+            && !self.last_promotion.is_none()
+            && self.last_promotion.from() == m.from()
+            && self.last_promotion.to() == m.to()
+        {
+            // Generators push the promotion right before the same move unpromoted.
+            return;
+        }
+        self.moves[*self.end] = ScoredMove { mv: m, score: 0 };
+        *self.end += 1;
+    }
+}
+
 pub struct MovePicker {
     stage: Stage,
     tt_move: Move,
@@ -124,7 +156,20 @@ pub struct MovePicker {
     keep_checks: Option<CheckInfo>,
     /// Quiescence at its first ply: quiet checks after the captures.
     qs_checks: Option<CheckInfo>,
+    /// Quiet moves: `cur..ordered_end` must come out in descending score (ties in
+    /// generation order); the moves after it come in stored order.
+    ordered_end: usize,
+    /// How many more moves to take by selection before sorting what is left of
+    /// `cur..ordered_end` (`None` once it is sorted).
+    selections_left: Option<u8>,
+    /// Whether the remaining quiet moves were cut down to those still wanted.
+    compacted: bool,
 }
+
+/// Quiet moves taken one by one, by selection, before the rest are sorted: most nodes
+/// are cut off, or prune their quiet moves, after a few of them, and a selection costs a
+/// pass over the moves where a sort costs several.
+const LAZY_SELECTIONS: u8 = 3;
 
 impl MovePicker {
     /// A picker with no moves, on the heap: searches keep one per ply and re-initialise
@@ -145,6 +190,9 @@ impl MovePicker {
             skip_quiets: false,
             keep_checks: None,
             qs_checks: None,
+            ordered_end: 0,
+            selections_left: None,
+            compacted: false,
         })
     }
 
@@ -162,6 +210,9 @@ impl MovePicker {
         self.skip_quiets = false;
         self.keep_checks = None;
         self.qs_checks = None;
+        self.ordered_end = 0;
+        self.selections_left = None;
+        self.compacted = false;
     }
 
     /// Quiescence: after the captures, the quiet moves that give check (mates in shogi
@@ -231,31 +282,6 @@ impl MovePicker {
     #[inline]
     fn set(&mut self, i: usize, sm: ScoredMove) {
         self.moves[i] = sm;
-    }
-
-    /// Appends the moves of a generator at `end`, leaving out inferior non-promotions
-    /// (and, when `keep_promotions_only`, every non-promotion that has a promotion).
-    fn append(&mut self, list: &MoveList, keep_promotions_only: bool) {
-        let mut last_promotion: Option<Move> = None;
-        for &m in list.iter() {
-            if is_inferior_non_promotion(m) {
-                continue;
-            }
-            if m.is_promotion() {
-                last_promotion = Some(m);
-            } else if keep_promotions_only
-                && let Some(p) = last_promotion
-                && !m.is_drop()
-                && p.from() == m.from()
-                && p.to() == m.to()
-            {
-                // Generators push the promotion right before the same move unpromoted.
-                continue;
-            }
-            let i = self.end;
-            self.set(i, ScoredMove { mv: m, score: 0 });
-            self.end += 1;
-        }
     }
 
     fn score_captures(&mut self, pos: &Position, history: &History) {
@@ -334,15 +360,17 @@ impl MovePicker {
         b
     }
 
-    /// Sorts `cur..end` by descending score, except that moves scoring below `limit`
-    /// (rarely reached) are left unsorted after the others; the first move is always
-    /// sorted. Equal scores keep their generation order.
+    /// Orders `cur..end` by descending score, except that moves scoring below `limit`
+    /// (rarely reached) are left unordered after the others; the first move is always
+    /// ordered. Equal scores keep their generation order.
     ///
-    /// Shogi nodes have 100+ quiet moves, so this partitions in one pass and then runs a
-    /// stable O(n log n) sort instead of inserting one move at a time (O(n²) moves; 4% of
-    /// the search's time). The order is the same as an insertion sort's.
+    /// Shogi nodes have 100+ quiet moves, so this partitions in one pass and leaves the
+    /// ordering to `next_ordered`, which selects the first few moves and sorts the rest
+    /// only if they are asked for. The order is the same as an insertion sort's.
     fn partial_sort(&mut self, limit: i32) {
         let (begin, end) = (self.cur, self.end);
+        self.ordered_end = end;
+        self.selections_left = None;
         if end <= begin + 1 {
             return;
         }
@@ -353,7 +381,118 @@ impl MovePicker {
                 self.moves.swap(sorted_end, p);
             }
         }
-        self.moves[begin..=sorted_end].sort_by_key(|m| std::cmp::Reverse(m.score));
+        self.ordered_end = sorted_end + 1;
+        self.selections_left = Some(LAZY_SELECTIONS);
+    }
+
+    /// The move at `cur` in the order `partial_sort` set up, and steps past it.
+    #[inline]
+    fn next_ordered(&mut self) -> Move {
+        debug_assert!(self.cur < self.end);
+        if self.cur + 1 < self.ordered_end {
+            match self.selections_left {
+                Some(0) => {
+                    // Stable: equal scores keep their order, as the selections do.
+                    self.moves[self.cur..self.ordered_end].sort_by_key(|m| std::cmp::Reverse(m.score));
+                    self.selections_left = None;
+                }
+                Some(n) => {
+                    // The first best move (stable), brought to `cur` with the moves before
+                    // it shifted up one, so their order is kept.
+                    let mut best = self.cur;
+                    let mut best_score = self.moves[best].score;
+                    for i in self.cur + 1..self.ordered_end {
+                        if self.moves[i].score > best_score {
+                            best = i;
+                            best_score = self.moves[i].score;
+                        }
+                    }
+                    self.moves[self.cur..=best].rotate_right(1);
+                    self.selections_left = Some(n - 1);
+                }
+                None => {}
+            }
+        }
+        let m = self.moves[self.cur].mv;
+        self.cur += 1;
+        m
+    }
+
+    /// Late-move pruning has begun: keeps only the remaining quiet moves still wanted
+    /// (the checks), in their order, so that ordering them costs less.
+    fn compact_unwanted_quiets(&mut self) {
+        let mut kept = self.cur;
+        let mut ordered_end = self.cur;
+        for i in self.cur..self.end {
+            let sm = self.moves[i];
+            if self.quiet_wanted(sm.mv) {
+                self.moves[kept] = sm;
+                kept += 1;
+            }
+            if i + 1 == self.ordered_end {
+                ordered_end = kept;
+            }
+        }
+        if self.ordered_end <= self.cur {
+            ordered_end = self.cur;
+        }
+        self.end = kept;
+        self.ordered_end = ordered_end;
+        self.compacted = true;
+    }
+
+    // The stages' move generation, each out of line: `next` runs at every move, and
+    // inlined, these made its entry and stack frame the size of all of them.
+
+    /// A sink that appends a generator's moves at `end`.
+    fn appender(&mut self, promotions_only: bool) -> Appender<'_> {
+        Appender { moves: &mut self.moves, end: &mut self.end, promotions_only, last_promotion: Move::NONE }
+    }
+
+    #[inline(never)]
+    fn generate_captures(&mut self, pos: &Position, history: &History) {
+        self.cur = 0;
+        self.end = 0;
+        self.bad_end = 0;
+        let promotions_only = self.stage != Stage::CaptureInit;
+        pos.generate_captures(&mut self.appender(promotions_only));
+        self.score_captures(pos, history);
+    }
+
+    #[inline(never)]
+    fn generate_quiets(&mut self, pos: &Position, history: &History) {
+        self.cur = self.bad_end;
+        self.end = self.bad_end;
+        if !self.skip_quiets || self.keep_checks.is_some() {
+            match self.keep_checks {
+                Some(checks) if self.skip_quiets => {
+                    pos.generate_quiet_checks(&mut self.appender(false), &checks)
+                }
+                _ => pos.generate_quiets(&mut self.appender(false)),
+            }
+            self.score_quiets(history, Some(&Threats::of_opponent(pos)));
+            self.partial_sort(-3000 * self.depth);
+        }
+        // Generated after the pruning began: only checks, nothing to cut.
+        self.compacted = self.skip_quiets;
+    }
+
+    #[inline(never)]
+    fn generate_evasions(&mut self, pos: &Position, history: &History) {
+        self.cur = 0;
+        self.end = 0;
+        pos.generate_legal(&mut self.appender(false));
+        self.score_evasions(pos, history);
+    }
+
+    #[inline(never)]
+    fn generate_qs_checks(&mut self, pos: &Position, history: &History) {
+        let checks = self.qs_checks.expect("set with the stage");
+        self.cur = 0;
+        self.end = 0;
+        pos.generate_quiet_checks(&mut self.appender(false), &checks);
+        self.score_quiets(history, None);
+        self.partial_sort(i32::MIN);
     }
 
     fn is_refutation(&self, m: Move) -> bool {
@@ -373,13 +512,7 @@ impl MovePicker {
                     return self.tt_move;
                 }
                 Stage::CaptureInit | Stage::QsCaptureInit => {
-                    let mut list = MoveList::new();
-                    pos.generate_captures(&mut list);
-                    self.cur = 0;
-                    self.end = 0;
-                    self.bad_end = 0;
-                    self.append(&list, self.stage != Stage::CaptureInit);
-                    self.score_captures(pos, history);
+                    self.generate_captures(pos, history);
                     self.stage =
                         if self.stage == Stage::CaptureInit { Stage::GoodCapture } else { Stage::QsCapture };
                 }
@@ -421,25 +554,16 @@ impl MovePicker {
                     self.stage = Stage::QuietInit;
                 }
                 Stage::QuietInit => {
-                    self.cur = self.bad_end;
-                    self.end = self.bad_end;
-                    if !self.skip_quiets || self.keep_checks.is_some() {
-                        let mut list = MoveList::new();
-                        match &self.keep_checks {
-                            Some(checks) if self.skip_quiets => pos.generate_quiet_checks(&mut list, checks),
-                            _ => pos.generate_quiets(&mut list),
-                        }
-                        self.append(&list, false);
-                        self.score_quiets(history, Some(&Threats::of_opponent(pos)));
-                        self.partial_sort(-3000 * self.depth);
-                    }
+                    self.generate_quiets(pos, history);
                     self.stage = Stage::Quiet;
                 }
                 Stage::Quiet => {
+                    if self.skip_quiets && !self.compacted {
+                        self.compact_unwanted_quiets();
+                    }
                     while self.cur < self.end {
-                        let m = self.get(self.cur).mv;
-                        self.cur += 1;
-                        if m != self.tt_move && !self.is_refutation(m) && self.quiet_wanted(m) {
+                        let m = self.next_ordered();
+                        if m != self.tt_move && !self.is_refutation(m) {
                             return m;
                         }
                     }
@@ -456,12 +580,7 @@ impl MovePicker {
                     self.stage = Stage::Done;
                 }
                 Stage::EvasionInit => {
-                    let mut list = MoveList::new();
-                    pos.generate_legal(&mut list);
-                    self.cur = 0;
-                    self.end = 0;
-                    self.append(&list, false);
-                    self.score_evasions(pos, history);
+                    self.generate_evasions(pos, history);
                     self.stage = Stage::Evasion;
                 }
                 Stage::Evasion => {
@@ -483,20 +602,12 @@ impl MovePicker {
                     self.stage = if self.qs_checks.is_some() { Stage::QsChecksInit } else { Stage::Done };
                 }
                 Stage::QsChecksInit => {
-                    let checks = self.qs_checks.as_ref().expect("set with the stage");
-                    let mut list = MoveList::new();
-                    pos.generate_quiet_checks(&mut list, checks);
-                    self.cur = 0;
-                    self.end = 0;
-                    self.append(&list, false);
-                    self.score_quiets(history, None);
-                    self.partial_sort(i32::MIN);
+                    self.generate_qs_checks(pos, history);
                     self.stage = Stage::QsChecks;
                 }
                 Stage::QsChecks => {
                     while self.cur < self.end {
-                        let m = self.get(self.cur).mv;
-                        self.cur += 1;
+                        let m = self.next_ordered();
                         if m != self.tt_move {
                             return m;
                         }
@@ -512,6 +623,7 @@ impl MovePicker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::MoveList;
     use std::collections::HashSet;
 
     fn all_moves(mp: &mut MovePicker, pos: &Position, h: &History) -> Vec<Move> {
@@ -606,8 +718,9 @@ mod tests {
         assert!(promoted_seen > 50, "{promoted_seen} promoted small pieces");
     }
 
-    /// The partition + stable sort puts moves in the same order as the insertion sort
-    /// it replaced (kept here as the reference), ties and unsorted tail included.
+    /// The partition, the selections and the stable sort of the rest put moves in the
+    /// same order as the insertion sort they replaced (kept here as the reference), ties
+    /// and unordered tail included.
     #[test]
     fn partial_sort_matches_insertion_sort() {
         fn reference(v: &mut [ScoredMove], limit: i32) {
@@ -645,7 +758,7 @@ mod tests {
             mp.end = 3 + len;
             mp.moves[3..3 + len].copy_from_slice(&moves);
             mp.partial_sort(limit);
-            let got: Vec<Move> = mp.moves[3..3 + len].iter().map(|m| m.mv).collect();
+            let got: Vec<Move> = (0..len).map(|_| mp.next_ordered()).collect();
             assert_eq!(got, want.iter().map(|m| m.mv).collect::<Vec<_>>(), "round {round}");
         }
     }
@@ -692,6 +805,52 @@ mod tests {
             quiet_checks += want.iter().filter(|&&m| !is_capture(pos, m) && m != first).count();
         }
         assert!(quiet_checks > 100, "{quiet_checks} quiet checks");
+    }
+
+    /// Pruning quiet moves after the k-th move keeps the order of what is left: the
+    /// picker then yields the unpruned order's later moves that capture or give check.
+    #[test]
+    fn move_count_pruning_keeps_the_order() {
+        let suite = crate::rules::random_walk::capture_heavy_suite(80, 17);
+        let mut h = History::new();
+        // Uneven histories, with ties, so that the order is not the generation order.
+        for (i, pos) in suite.iter().enumerate() {
+            for (j, &m) in pos.legal_moves().iter().enumerate() {
+                if (i + j) % 3 != 0 {
+                    h.update_main(m, ((i * 7 + j * 13) % 9) as i32 * 300 - 1200);
+                }
+            }
+        }
+        let mut compared = 0;
+        for pos in suite.iter().filter(|p| !p.in_check()) {
+            let info = pos.check_info();
+            // At depth 30 every quiet move is ordered; at depth 3 the low-history ones stay
+            // unordered, in an order that depends on which moves were generated.
+            for depth in [3, 30] {
+                let mut full = MovePicker::boxed();
+                full.init_main(pos, Move::NONE, depth, [Move::NONE; 2], Move::NONE, [0; 3]);
+                let order = all_moves(&mut full, pos, &h);
+                for k in [1, 2, 3, 4, 6, 9, 14] {
+                    // At depth 3 the pruning must begin after the quiet moves were generated.
+                    if k >= order.len() || (depth == 3 && is_capture(pos, order[k - 1])) {
+                        continue;
+                    }
+                    let mut mp = MovePicker::boxed();
+                    mp.init_main(pos, Move::NONE, depth, [Move::NONE; 2], Move::NONE, [0; 3]);
+                    let mut got: Vec<Move> = (0..k).map(|_| mp.next(pos, &h)).collect();
+                    mp.skip_quiets_but_checks(&info);
+                    got.extend(all_moves(&mut mp, pos, &h));
+                    let want: Vec<Move> = order[..k]
+                        .iter()
+                        .chain(order[k..].iter().filter(|&&m| is_capture(pos, m) || info.gives_check(m)))
+                        .copied()
+                        .collect();
+                    assert_eq!(got, want, "k = {k}, depth {depth} in {}", pos.to_sfen());
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 200, "{compared} orders compared");
     }
 
     /// With quiet checks, the quiescence picker yields its captures and then every quiet
