@@ -190,7 +190,8 @@ fn push_board_move<S: MoveSink>(list: &mut S, us: Color, piece: Piece, from: Squ
 #[derive(Clone, Copy, Debug)]
 pub struct CheckInfo {
     pub discoverers: Bitboard,
-    squares: [Bitboard; 15],
+    /// By piece kind (its code; 16 entries so that any 4-bit code indexes it).
+    squares: [Bitboard; 16],
     their_king: Option<Square>,
 }
 
@@ -208,7 +209,7 @@ impl CheckInfo {
         let Some(k) = self.their_king else {
             return false;
         };
-        if self.squares[m.moved_piece_after().piece_type().index()].contains(m.to()) {
+        if self.squares[m.moved_piece_after().code() & 15].contains(m.to()) {
             return true;
         }
         !m.is_drop() && self.discoverers.contains(m.from()) && !line_through(k, m.from()).contains(m.to())
@@ -356,7 +357,7 @@ impl Position {
                 Color::Black => Square::from_index(to.index() + 1),
                 Color::White => Square::from_index(to.index() - 1),
             };
-            if pinned.contains(from) && !line_through(king.unwrap(), from).contains(to) {
+            if pinned.any() && pinned.contains(from) && !line_through(king.unwrap(), from).contains(to) {
                 continue;
             }
             if let Some(ci) = checks
@@ -371,7 +372,8 @@ impl Position {
         for from in others {
             let piece = self.piece_on(from);
             let mut tos = attacks_from(piece, from, occ) & targets;
-            if pinned.contains(from) {
+            // (Most positions pin nothing: one test for all pieces.)
+            if pinned.any() && pinned.contains(from) {
                 tos &= line_through(king.unwrap(), from);
             }
             if let Some(ci) = checks
@@ -472,7 +474,7 @@ impl Position {
     /// What `gives_check` needs, computed once for all the moves of a position.
     pub fn check_info(&self) -> CheckInfo {
         let us = self.side_to_move();
-        let mut squares = [Bitboard::EMPTY; 15];
+        let mut squares = [Bitboard::EMPTY; 16];
         if let Some(k) = self.king_square(us.opponent()) {
             let occ = self.occupied();
             let them = us.opponent();

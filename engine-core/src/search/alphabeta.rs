@@ -207,8 +207,15 @@ impl SearchThread {
         let mut raw_eval = VALUE_NONE;
         let mut eval;
         let improving;
-        let correction_features =
-            if in_check || !excluded.is_none() { None } else { self.correction_features() };
+        // (An excluded-move re-entry leaves the outer node's hashes, of this position.)
+        let correction_features = if !excluded.is_none() {
+            None
+        } else if in_check {
+            self.forget_features(f);
+            None
+        } else {
+            self.correction_features(f)
+        };
         if in_check {
             static_eval = VALUE_NONE;
             eval = VALUE_NONE;

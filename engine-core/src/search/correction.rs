@@ -10,7 +10,7 @@
 //! so features that share a cause do not correct it twice.
 
 use crate::rules::attacks::king_attacks;
-use crate::rules::{Color, PieceType, Position};
+use crate::rules::{Bitboard, Color, Move, PieceType, Position, Square};
 
 /// Entries per side and feature.
 const SIZE: usize = 1 << 14;
@@ -62,19 +62,86 @@ fn king_guard_hash(pos: &Position, color: Color) -> u64 {
     h
 }
 
+#[inline]
+fn pawns_hash(pawns: [Bitboard; 2]) -> u64 {
+    mix128(pawns[0].0, 1) ^ mix128(pawns[1].0, 2)
+}
+
+#[inline]
+fn pawns_of(pos: &Position) -> [Bitboard; 2] {
+    [pos.pieces(Color::Black, PieceType::Pawn), pos.pieces(Color::White, PieceType::Pawn)]
+}
+
 /// Indices of the position's features (side to move included).
 #[inline]
 pub fn feature_indices(pos: &Position) -> [usize; FEATURES] {
-    let side = pos.side_to_move().index();
-    let pawns = mix128(pos.pieces(Color::Black, PieceType::Pawn).0, 1)
-        ^ mix128(pos.pieces(Color::White, PieceType::Pawn).0, 2);
-    let hands = mix(((pos.hand(Color::Black).raw() as u64) << 32) | pos.hand(Color::White).raw() as u64);
-    let hashes = [pawns, hands, king_guard_hash(pos, Color::Black), king_guard_hash(pos, Color::White)];
-    let mut out = [0; FEATURES];
-    for (i, h) in hashes.into_iter().enumerate() {
-        out[i] = (i * 2 + side) * SIZE + (h as usize & (SIZE - 1));
+    FeatureHashes::of(pos).indices(pos)
+}
+
+/// The features' hashes that cost the most to compute (pawns, kings' guards), kept
+/// along a line of play so that a move that does not change them does not recompute
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureHashes {
+    pawns: [Bitboard; 2],
+    pawns_hash: u64,
+    kings: [Option<Square>; 2],
+    guards: [u64; 2],
+}
+
+impl FeatureHashes {
+    pub fn of(pos: &Position) -> FeatureHashes {
+        let pawns = pawns_of(pos);
+        FeatureHashes {
+            pawns,
+            pawns_hash: pawns_hash(pawns),
+            kings: [pos.king_square(Color::Black), pos.king_square(Color::White)],
+            guards: [king_guard_hash(pos, Color::Black), king_guard_hash(pos, Color::White)],
+        }
     }
-    out
+
+    /// The hashes of `pos`, reached by `m` (`Move::NONE`: a null move) from the position
+    /// these are for.
+    #[inline]
+    pub fn after(&self, pos: &Position, m: Move) -> FeatureHashes {
+        let pawns = pawns_of(pos);
+        let pawns_hash = if pawns == self.pawns { self.pawns_hash } else { pawns_hash(pawns) };
+        let mut kings = self.kings;
+        let mut guards = self.guards;
+        for color in [Color::Black, Color::White] {
+            let c = color.index();
+            let king = pos.king_square(color);
+            let unchanged = match king {
+                None => self.kings[c].is_none(),
+                Some(k) => {
+                    // The guard is the king's square and what stands next to it: a move
+                    // that neither leaves nor reaches those squares keeps it.
+                    let area = king_attacks(k) | Bitboard::from_square(k);
+                    self.kings[c] == Some(k)
+                        && (m.is_none()
+                            || !(area.contains(m.to()) || !m.is_drop() && area.contains(m.from())))
+                }
+            };
+            if !unchanged {
+                kings[c] = king;
+                guards[c] = king_guard_hash(pos, color);
+            }
+        }
+        FeatureHashes { pawns, pawns_hash, kings, guards }
+    }
+
+    /// Indices of the features of `pos`, the position these hashes are for.
+    #[inline]
+    pub fn indices(&self, pos: &Position) -> [usize; FEATURES] {
+        let side = pos.side_to_move().index();
+        let hands = mix(((pos.hand(Color::Black).raw() as u64) << 32) | pos.hand(Color::White).raw() as u64);
+        let hashes = [self.pawns_hash, hands, self.guards[0], self.guards[1]];
+        let mut out = [0; FEATURES];
+        for (i, h) in hashes.into_iter().enumerate() {
+            out[i] = (i * 2 + side) * SIZE + (h as usize & (SIZE - 1));
+        }
+        out
+    }
 }
 
 impl CorrectionHistory {
@@ -154,6 +221,48 @@ mod tests {
         let ic = feature_indices(&b);
         assert_ne!(ic[0], ia[0]);
         assert_eq!(&ic[1..], &ia[1..]);
+    }
+
+    /// Hashes carried along games (null moves included) are those computed afresh.
+    #[test]
+    fn carried_hashes_equal_fresh_ones() {
+        let mut rng = crate::rng::SplitMix64::new(0x5eed_c0de);
+        let (mut reused_guards, mut recomputed_guards, mut steps) = (0, 0, 0);
+        for game in 0..60 {
+            let mut pos = crate::rules::random_walk::capture_heavy_suite(1, 100 + game)[0];
+            let mut h = FeatureHashes::of(&pos);
+            for _ in 0..160 {
+                let moves = pos.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                let m = if !pos.in_check() && rng.next_u64().is_multiple_of(8) {
+                    pos.do_null_move();
+                    Move::NONE
+                } else {
+                    let m = moves[(rng.next_u64() % moves.len() as u64) as usize];
+                    pos.do_move(m);
+                    m
+                };
+                let next = h.after(&pos, m);
+                let fresh = FeatureHashes::of(&pos);
+                assert_eq!(next, fresh, "after {m} in {}", pos.to_sfen());
+                assert_eq!(next.indices(&pos), feature_indices(&pos));
+                for c in 0..2 {
+                    if next.guards[c] == h.guards[c] {
+                        reused_guards += 1;
+                    } else {
+                        recomputed_guards += 1;
+                    }
+                }
+                h = next;
+                steps += 1;
+            }
+        }
+        assert!(
+            steps > 5000 && reused_guards > 2000 && recomputed_guards > 500,
+            "{steps} {reused_guards} {recomputed_guards}"
+        );
     }
 
     #[test]

@@ -41,9 +41,26 @@ fn gravity(entry: &mut i16, bonus: i32, limit: i32) {
     *entry = (e + b - e * b.abs() / limit) as i16;
 }
 
+/// A drop's origin after the 81 squares, by the dropped kind's code: its hand index.
+const DROP_ORIGIN: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut code = 0;
+    while code < 16 {
+        if let Some(pt) = PieceType::from_u8(code as u8)
+            && let Some(h) = pt.hand_index()
+        {
+            t[code] = h as u8;
+        }
+        code += 1;
+    }
+    t
+};
+
 #[inline]
 fn origin(m: Move) -> usize {
-    if m.is_drop() { 81 + m.drop_piece_type().hand_index().unwrap_or(0) } else { m.from().index() }
+    // A drop keeps its kind where a board move keeps its origin square.
+    let from = m.from().index();
+    if m.is_drop() { 81 + DROP_ORIGIN[from & 15] as usize } else { from }
 }
 
 #[inline]
@@ -109,6 +126,13 @@ impl History {
     #[inline]
     pub fn update_capture(&mut self, m: Move, captured: PieceType, bonus: i32) {
         gravity(&mut self.capture[capture_index(m, captured)], bonus, CAPTURE_LIMIT);
+    }
+
+    /// The continuation row of the earlier move `prev`: how well each move row did after
+    /// it (index it with `cont_row`).
+    #[inline]
+    pub fn cont_after(&self, prev: usize) -> &[i16] {
+        &self.continuation[prev * CONT_ROWS..(prev + 1) * CONT_ROWS]
     }
 
     /// How well a move to `row` did after the earlier move whose row is `prev`.

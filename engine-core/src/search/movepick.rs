@@ -303,27 +303,31 @@ impl MovePicker {
     /// attacks gains by leaving its square and loses by moving (or being dropped) onto
     /// such a square. Quiescence orders its quiet checks by history only.
     fn score_quiets(&mut self, history: &History, threats: Option<&Threats>) {
-        let [r1, r2, r4] = self.cont_rows;
-        for i in self.cur..self.end {
-            let mut sm = self.get(i);
+        let [c1, c2, c4] = self.cont_rows.map(|r| history.cont_after(r));
+        // The squares a cheaper enemy piece attacks, by the moving piece's kind (its code
+        // without the colour bit).
+        let mut attacked_by_kind = [Bitboard::EMPTY; 16];
+        if let Some(t) = threats {
+            for pt in PieceType::ALL {
+                attacked_by_kind[pt as usize] = match pt {
+                    PieceType::Pawn => Bitboard::EMPTY,
+                    PieceType::Bishop | PieceType::Rook | PieceType::Horse | PieceType::Dragon => t.by_minors,
+                    _ => t.by_pawns,
+                };
+            }
+        }
+        for sm in &mut self.moves[self.cur..self.end] {
             let m = sm.mv;
             let row = cont_row(m);
-            sm.score =
-                history.main(m) + 2 * history.cont(r1, row) + history.cont(r2, row) + history.cont(r4, row);
-            let attacked = match (threats, m.moved_piece().piece_type()) {
-                (None, _) | (_, PieceType::Pawn) => Bitboard::EMPTY,
-                (Some(t), PieceType::Bishop | PieceType::Rook | PieceType::Horse | PieceType::Dragon) => {
-                    t.by_minors
-                }
-                (Some(t), _) => t.by_pawns,
-            };
+            let mut score = history.main(m) + 2 * c1[row] as i32 + c2[row] as i32 + c4[row] as i32;
+            let attacked = attacked_by_kind[m.moved_piece().code() & 15];
             if !m.is_drop() && attacked.contains(m.from()) {
-                sm.score += THREAT_BONUS;
+                score += THREAT_BONUS;
             }
             if attacked.contains(m.to()) {
-                sm.score -= THREAT_BONUS;
+                score -= THREAT_BONUS;
             }
-            self.set(i, sm);
+            sm.score = score;
         }
     }
 

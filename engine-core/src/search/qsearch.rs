@@ -60,12 +60,13 @@ impl SearchThread {
             static_eval = VALUE_NONE;
             best = -INFINITE;
             futility_base = -INFINITE;
+            self.forget_features(f);
         } else {
             raw_eval = match tte {
                 Some(e) if e.eval != VALUE_NONE => e.eval,
                 _ => self.evaluate(),
             };
-            let features = self.correction_features();
+            let features = self.correction_features(f);
             static_eval = self.corrected_eval(raw_eval, features.as_ref());
             best = static_eval;
             if let Some(e) = tte

@@ -2,7 +2,7 @@
 //! and the iterative-deepening loop with aspiration windows. Threads share only the
 //! transposition table, the stop flag and their published node counts (Lazy SMP).
 
-use super::correction::{CorrectionHistory, FEATURES as CORRECTION_FEATURES, feature_indices};
+use super::correction::{CorrectionHistory, FEATURES as CORRECTION_FEATURES, FeatureHashes};
 use super::history::{History, NO_ROW};
 use super::limits::{Limits, SearchOptions};
 use super::movepick::MovePicker;
@@ -123,6 +123,9 @@ pub(super) struct SearchThread {
     pub keys: Vec<u64>,
     pub checks: Vec<bool>,
     pub stack: Vec<Frame>,
+    /// Per frame, the correction features' hashes of its node (`None`: not computed),
+    /// which its children carry on instead of recomputing.
+    feature_hashes: Vec<Option<FeatureHashes>>,
     pub history: History,
     pub correction: CorrectionHistory,
     /// Move pickers to reuse (a LIFO pool: a node takes one and gives it back).
@@ -173,6 +176,7 @@ impl SearchThread {
             keys: vec![pos.key()],
             checks: vec![pos.in_check()],
             stack: vec![Frame::default(); MAX_PLY + STACK_OFFSET + 4],
+            feature_hashes: vec![None; MAX_PLY + STACK_OFFSET + 4],
             history: History::new(),
             correction: CorrectionHistory::new(),
             pickers: Vec::new(),
@@ -253,6 +257,7 @@ impl SearchThread {
         self.history.clear();
         self.correction.clear();
         self.stack.iter_mut().for_each(|f| *f = Frame::default());
+        self.feature_hashes.fill(None);
     }
 
     #[inline]
@@ -311,8 +316,27 @@ impl SearchThread {
     /// The features of the current position that the correction history keys on, when
     /// it is in use (see `SearchOptions::correction_history`).
     #[inline]
-    pub fn correction_features(&self) -> Option<[usize; CORRECTION_FEATURES]> {
-        (self.options.correction_history && self.options.pruning).then(|| feature_indices(&self.pos))
+    /// The correction features of the node at frame `f` (every node calls this or
+    /// `forget_features` before it plays a move), from its parent's hashes if it has them.
+    pub fn correction_features(&mut self, f: usize) -> Option<[usize; CORRECTION_FEATURES]> {
+        if !(self.options.correction_history && self.options.pruning) {
+            self.feature_hashes[f] = None;
+            return None;
+        }
+        let parent = &self.stack[f - 1];
+        let hashes = match &self.feature_hashes[f - 1] {
+            Some(h) => h.after(&self.pos, if parent.null_move { Move::NONE } else { parent.current_move }),
+            None => FeatureHashes::of(&self.pos),
+        };
+        self.feature_hashes[f] = Some(hashes);
+        Some(hashes.indices(&self.pos))
+    }
+
+    /// The node at frame `f` has no features of its own (in check): its children compute
+    /// theirs afresh.
+    #[inline]
+    pub fn forget_features(&mut self, f: usize) {
+        self.feature_hashes[f] = None;
     }
 
     /// `raw`, a static evaluation, plus the correction learned for `features`.
