@@ -727,6 +727,17 @@ mod tests {
             }
     }
 
+    /// Generator number `kind` (legal, captures, quiets, quiet checks) into `sink`.
+    fn generate_into<S: MoveSink>(pos: &Position, kind: usize, checks: &CheckInfo, sink: &mut S) {
+        match kind {
+            0 => pos.generate_legal(sink),
+            1 => pos.generate_captures(sink),
+            2 => pos.generate_quiets(sink),
+            _ if !pos.in_check() => pos.generate_quiet_checks(sink, checks),
+            _ => {}
+        }
+    }
+
     /// For a sink that does not want them, every generator leaves out exactly the
     /// inferior non-promotions and keeps the order of the rest.
     #[test]
@@ -735,41 +746,14 @@ mod tests {
         let mut left_out = 0;
         for pos in &suite {
             let info = pos.check_info();
-            type Generator = fn(&Position, &CheckInfo, &mut dyn FnMut(&mut MoveList, &mut SearchSink));
-            let generators: [(&str, Generator); 4] = [
-                ("legal", |p, _, f| {
-                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
-                    p.generate_legal(&mut l);
-                    p.generate_legal(&mut s);
-                    f(&mut l, &mut s)
-                }),
-                ("captures", |p, _, f| {
-                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
-                    p.generate_captures(&mut l);
-                    p.generate_captures(&mut s);
-                    f(&mut l, &mut s)
-                }),
-                ("quiets", |p, _, f| {
-                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
-                    p.generate_quiets(&mut l);
-                    p.generate_quiets(&mut s);
-                    f(&mut l, &mut s)
-                }),
-                ("quiet checks", |p, ci, f| {
-                    let (mut l, mut s) = (MoveList::new(), SearchSink(Vec::new()));
-                    if !p.in_check() {
-                        p.generate_quiet_checks(&mut l, ci);
-                        p.generate_quiet_checks(&mut s, ci);
-                    }
-                    f(&mut l, &mut s)
-                }),
-            ];
-            for (name, generate) in generators {
-                generate(pos, &info, &mut |all, search| {
-                    let want: Vec<Move> = all.iter().copied().filter(|&m| !inferior(m)).collect();
-                    assert_eq!(search.0, want, "{name} in {}", pos.to_sfen());
-                    left_out += all.len() - want.len();
-                });
+            for (kind, name) in ["legal", "captures", "quiets", "quiet checks"].into_iter().enumerate() {
+                let mut all = MoveList::new();
+                generate_into(pos, kind, &info, &mut all);
+                let mut search = SearchSink(Vec::new());
+                generate_into(pos, kind, &info, &mut search);
+                let want: Vec<Move> = all.iter().copied().filter(|&m| !inferior(m)).collect();
+                assert_eq!(search.0, want, "{name} in {}", pos.to_sfen());
+                left_out += all.len() - want.len();
             }
         }
         assert!(left_out > 300, "{left_out} inferior non-promotions left out");
