@@ -82,7 +82,8 @@ fn update_entry(
     stack[j].kppt_ready = true;
 }
 
-/// Per-game incremental state: the piece list and one entry per ply.
+/// Per-game incremental state: the piece list (kept up to date only with KPPT tables) and
+/// one entry per ply.
 #[derive(Clone)]
 pub struct EvalState {
     list: PieceList,
@@ -163,7 +164,10 @@ impl Evaluator {
     pub fn do_move(&self, state: &mut EvalState, delta: &MoveDelta, after: &Position) {
         let moved_king =
             (delta.moved.piece_type() == crate::rules::PieceType::King).then(|| delta.moved.color());
-        let changed = state.list.apply(delta, after);
+        // Only the KPPT sums read the piece list: without tables it is left as it is (at
+        // the state's root).
+        let changed =
+            if self.kppt.is_some() { state.list.apply(delta, after) } else { ChangedPieces::default() };
         let prev = *state.stack.last().expect("state has a root entry");
         let mut entry = Entry {
             kppt: prev.kppt,
@@ -217,7 +221,9 @@ impl Evaluator {
 
     pub fn undo_move(&self, state: &mut EvalState, delta: &MoveDelta) {
         let entry = state.stack.pop().expect("undo without do");
-        state.list.revert(delta, &entry.changed);
+        if self.kppt.is_some() {
+            state.list.revert(delta, &entry.changed);
+        }
     }
 
     /// Computes the KPPT sums of the current position of `state` if they are not yet.
