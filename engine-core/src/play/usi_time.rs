@@ -1,11 +1,13 @@
 //! Time management ([`time_limits`]): the time this move may use without losing is
 //! `remaining + increment + byoyomi`; a safety margin (`NetworkDelay`, default 120 ms, but
-//! never more than half of that total) is kept back. The hard limit (the search stops) is
-//! `min(total - margin, remaining / 8 + increment + byoyomi - margin)`; the soft limit (no
-//! new iteration starts once it is used, scaled by how settled the search is) is
-//! `min(hard, remaining / 40 + increment + byoyomi - margin)`. Byoyomi is use-it-or-lose-it:
-//! the search never stops before `byoyomi - margin` (the free time), and in pure byoyomi
-//! soft = hard. `movetime T` is treated as a byoyomi of `T`.
+//! never more than half of that total) is kept back, so the hard limit (the search stops)
+//! is at most `total - margin`. Within that, a move's shares come from the main time less
+//! the margin: hard `(remaining - margin) / 8 + increment + byoyomi`, soft (no new
+//! iteration starts once it is used, scaled by how settled the search is)
+//! `(remaining - margin) / 40 + increment + byoyomi`. (Taking the margin off each share
+//! instead left nothing of a short clock's share: at 3 s sudden death, 75 ms − 120 ms.)
+//! Byoyomi is use-it-or-lose-it: the search never stops before `byoyomi - margin` (the free
+//! time), and in pure byoyomi soft = hard. `movetime T` is treated as a byoyomi of `T`.
 
 use crate::rules::Color;
 use crate::search::Limits;
@@ -123,8 +125,9 @@ pub fn time_limits(go: &GoParams, side: Color, network_delay_ms: u64) -> Option<
     let total = remaining + inc + byoyomi;
     let margin = network_delay_ms.min(total / 2);
     let ceiling = total - margin;
-    let hard = ceiling.min((remaining / 8 + inc + byoyomi).saturating_sub(margin));
-    let soft = hard.min((remaining / 40 + inc + byoyomi).saturating_sub(margin));
+    let usable = remaining.saturating_sub(margin);
+    let hard = ceiling.min(usable / 8 + inc + byoyomi);
+    let soft = hard.min(usable / 40 + inc + byoyomi);
     let free = hard.min(byoyomi.saturating_sub(margin));
     Some(Clock { hard: ms(hard), soft: ms(soft), free: ms(free) })
 }
@@ -179,18 +182,41 @@ mod tests {
         // Main time and byoyomi: the byoyomi is used whatever the search thinks.
         assert_eq!(
             time_limits(&go("btime 60000 wtime 60000 byoyomi 1000"), Color::White, 120),
-            c(8380, 2380, 880)
+            c(8485, 2497, 880)
         );
-        // 80 s left, no byoyomi: 10 s hard, 2 s soft, minus the margin.
-        assert_eq!(time_limits(&go("btime 80000 wtime 1000"), Color::Black, 120), c(9880, 1880, 0));
-        // The side to move's clock is the one used; nearly out of time: never past the flag.
-        assert_eq!(time_limits(&go("btime 80000 wtime 100"), Color::White, 120), c(0, 0, 0));
+        // 80 s left, no byoyomi: an eighth and a fortieth of the time less the margin.
+        assert_eq!(time_limits(&go("btime 80000 wtime 1000"), Color::Black, 120), c(9985, 1997, 0));
+        // Short sudden death: the margin comes off the clock, not off each share (which
+        // left 75 ms − 120 ms = nothing to think with).
+        assert_eq!(time_limits(&go("btime 3000 wtime 3000"), Color::Black, 120), c(360, 72, 0));
+        // The side to move's clock is the one used; nearly out of time: never past the flag
+        // less the margin (half of what is left).
+        assert_eq!(time_limits(&go("btime 80000 wtime 100"), Color::White, 120), c(6, 1, 0));
         // Fischer: the increment is added.
         assert_eq!(
             time_limits(&go("btime 40000 wtime 40000 binc 2000 winc 2000"), Color::Black, 100),
-            c(6900, 2900, 0)
+            c(6987, 2997, 0)
+        );
+        assert_eq!(
+            time_limits(&go("btime 2000 wtime 2000 binc 50 winc 50"), Color::White, 120),
+            c(285, 97, 0)
         );
         assert_eq!(time_limits(&go("movetime 1000"), Color::Black, 120), c(880, 880, 880));
+        // Over a grid of clocks: the hard limit keeps the margin before the flag, and
+        // soft and free never pass it.
+        for remaining in [0, 1, 50, 100, 999, 3000, 60_000, 3_600_000] {
+            for inc in [0, 10, 2000] {
+                for byoyomi in [0, 100, 10_000] {
+                    for delay in [0, 120, 5000] {
+                        let g = go(&format!("btime {remaining} wtime 0 binc {inc} byoyomi {byoyomi}"));
+                        let c = time_limits(&g, Color::Black, delay).expect("a clock");
+                        let total = remaining + inc + byoyomi;
+                        assert!(c.hard <= ms(total - delay.min(total / 2)), "{g:?} {delay}: {c:?}");
+                        assert!(c.soft <= c.hard && c.free <= c.hard, "{g:?} {delay}: {c:?}");
+                    }
+                }
+            }
+        }
         assert_eq!(time_limits(&go("depth 5"), Color::Black, 120), None);
     }
 }
