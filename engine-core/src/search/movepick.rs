@@ -162,8 +162,6 @@ pub struct MovePicker {
     /// How many more moves to take by selection before sorting what is left of
     /// `cur..ordered_end` (`None` once it is sorted).
     selections_left: Option<u8>,
-    /// Whether the remaining quiet moves were cut down to those still wanted.
-    compacted: bool,
 }
 
 /// Quiet moves taken one by one, by selection, before the rest are sorted: most nodes
@@ -192,7 +190,6 @@ impl MovePicker {
             qs_checks: None,
             ordered_end: 0,
             selections_left: None,
-            compacted: false,
         })
     }
 
@@ -212,7 +209,6 @@ impl MovePicker {
         self.qs_checks = None;
         self.ordered_end = 0;
         self.selections_left = None;
-        self.compacted = false;
     }
 
     /// Quiescence: after the captures, the quiet moves that give check (mates in shogi
@@ -226,6 +222,11 @@ impl MovePicker {
         if !self.skip_quiets {
             self.skip_quiets = true;
             self.keep_checks = Some(*checks);
+            // Quiet moves generated already: drop the unwanted ones now. (Generated
+            // later, they are only the checks.)
+            if self.stage == Stage::Quiet {
+                self.compact_unwanted_quiets();
+            }
         }
     }
 
@@ -437,12 +438,8 @@ impl MovePicker {
                 ordered_end = kept;
             }
         }
-        if self.ordered_end <= self.cur {
-            ordered_end = self.cur;
-        }
         self.end = kept;
         self.ordered_end = ordered_end;
-        self.compacted = true;
     }
 
     // The stages' move generation, each out of line: `next` runs at every move, and
@@ -477,8 +474,6 @@ impl MovePicker {
             self.score_quiets(history, Some(&Threats::of_opponent(pos)));
             self.partial_sort(-3000 * self.depth);
         }
-        // Generated after the pruning began: only checks, nothing to cut.
-        self.compacted = self.skip_quiets;
     }
 
     #[inline(never)]
@@ -562,9 +557,6 @@ impl MovePicker {
                     self.stage = Stage::Quiet;
                 }
                 Stage::Quiet => {
-                    if self.skip_quiets && !self.compacted {
-                        self.compact_unwanted_quiets();
-                    }
                     while self.cur < self.end {
                         let m = self.next_ordered();
                         if m != self.tt_move && !self.is_refutation(m) {
