@@ -97,6 +97,12 @@ fn sub(acc: &mut [i32; 2], v: [i32; 2]) {
     acc[1] -= v[1];
 }
 
+/// One entry's change, `new − old`, each half widened to 32 bits.
+#[inline(always)]
+fn entry_difference(new: [i16; 2], old: [i16; 2]) -> [i32; 2] {
+    [new[0] as i32 - old[0] as i32, new[1] as i32 - old[1] as i32]
+}
+
 /// `Σ new_row[p] − old_row[p]` over the list's pieces `p`, each half on its own: the
 /// inner loop of every KPP update.
 #[inline]
@@ -124,20 +130,17 @@ fn row_difference_scalar(
     old_row: &[[i16; 2]],
     list: &[BonaPiece; PIECE_LIST_LEN],
 ) -> [i32; 2] {
-    let (mut a0, mut a1, mut b0, mut b1) = (0i32, 0i32, 0i32, 0i32);
+    let (mut a, mut b) = ([0i32; 2], [0i32; 2]);
     for pair in list.chunks_exact(2) {
         let (x, y) = (pair[0] as usize, pair[1] as usize);
-        a0 += new_row[x][0] as i32 - old_row[x][0] as i32;
-        a1 += new_row[x][1] as i32 - old_row[x][1] as i32;
-        b0 += new_row[y][0] as i32 - old_row[y][0] as i32;
-        b1 += new_row[y][1] as i32 - old_row[y][1] as i32;
+        add(&mut a, entry_difference(new_row[x], old_row[x]));
+        add(&mut b, entry_difference(new_row[y], old_row[y]));
     }
     if PIECE_LIST_LEN % 2 == 1 {
         let x = list[PIECE_LIST_LEN - 1] as usize;
-        a0 += new_row[x][0] as i32 - old_row[x][0] as i32;
-        a1 += new_row[x][1] as i32 - old_row[x][1] as i32;
+        add(&mut a, entry_difference(new_row[x], old_row[x]));
     }
-    [a0 + b0, a1 + b1]
+    [a[0] + b[0], a[1] + b[1]]
 }
 
 /// Four entries at a time in SSE2 (every x86-64 CPU has it): each entry's two halves
@@ -181,6 +184,8 @@ fn row_difference_sse2(
         _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32::<0b10_11_00_01>(v)))
     };
     let mut acc = [fold(board), fold(turn)];
+    // (Written out: through `entry_difference` this tail compiled to 2% more instructions
+    // in `half_delta`, by callgrind.)
     for &p in rest {
         let (n, o) = (new_row[p as usize], old_row[p as usize]);
         acc[0] += n[0] as i32 - o[0] as i32;
@@ -284,8 +289,7 @@ impl KpptTables {
             add(&mut acc, row_difference(new_row, old_row, list));
             for (d, &other) in ids.iter().enumerate() {
                 let x = list[other as usize] as usize;
-                acc[0] -= new_row[x][0] as i32 - old_row[x][0] as i32;
-                acc[1] -= new_row[x][1] as i32 - old_row[x][1] as i32;
+                sub(&mut acc, entry_difference(new_row[x], old_row[x]));
                 if d > c {
                     add(&mut acc, self.kpp(k, list[id as usize], list[other as usize]));
                     sub(&mut acc, self.kpp(k, old[c], old[d]));
