@@ -455,6 +455,10 @@ impl SearchThread {
                     return singular_beta;
                 } else if tt_value >= beta {
                     extension = -1;
+                } else if cut_node || tt_value <= v {
+                    // Not singular, and expected to fail high anyway or no better than
+                    // the other moves: the TT move is searched a ply shallower.
+                    extension = -1;
                 }
             } else if gives_check
                 && (ply as i32) < 2 * self.root_depth
