@@ -7,9 +7,10 @@
 //! search at high depth); internal iterative reduction; then the moves in staged
 //! order with, per move, late-move (move-count) pruning, futility pruning,
 //! continuation-history pruning and SEE pruning at shallow depth, singular extension of
-//! the TT move (with multi-cut), a bounded check extension, and late-move reductions from
-//! a log-log table adjusted by the move's history, the node type, whether the
-//! evaluation is improving and how often moves one ply down failed high.
+//! the TT move (with multi-cut, and a negative extension when it is not singular), a
+//! bounded check extension, and late-move reductions from a log-log table adjusted by the
+//! move's history, the node type, whether the evaluation is improving and how often moves
+//! one ply down failed high.
 //!
 //! Shogi is not chess here: mating attacks are strings of quiet checks, launched by the
 //! side that is often behind in material. So move-count pruning never drops a quiet check
@@ -453,11 +454,10 @@ impl SearchThread {
                     // Multi-cut: another move beats beta as well.
                     self.give_picker(mp);
                     return singular_beta;
-                } else if tt_value >= beta {
-                    extension = -1;
-                } else if cut_node || tt_value <= v {
-                    // Not singular, and expected to fail high anyway or no better than
-                    // the other moves: the TT move is searched a ply shallower.
+                } else if tt_value >= beta || cut_node || tt_value <= v {
+                    // Negative extension: not singular, and the TT move is expected to fail
+                    // high anyway (by its value or the node's type) or is no better than
+                    // the other moves: it is searched a ply shallower.
                     extension = -1;
                 }
             } else if gives_check
