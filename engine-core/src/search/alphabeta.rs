@@ -325,7 +325,7 @@ impl SearchThread {
                     return self.qsearch::<PV>(alpha, beta, 0, ply);
                 }
             } else if cut_node && depth >= 8 {
-                depth -= 1;
+                depth -= 2;
             }
         }
 
