@@ -487,7 +487,8 @@ impl SearchThread {
                     r += 1;
                 }
                 if tt_pv {
-                    r -= 2;
+                    // A PV line's cut node whose TT entry is already as deep: reduce less.
+                    r -= if cut_node && tte.is_some_and(|e| e.depth >= depth) { 3 } else { 2 };
                 }
                 if singular_quiet_lmr {
                     r -= 1;
