@@ -627,14 +627,20 @@ impl SearchThread {
                 let victim = self.pos.piece_on(c.to()).piece_type();
                 self.history.update_capture(c, victim, -bonus_best);
             }
-        } else if (depth >= 3 || PV)
-            && !prior_capture
-            && !prev.null_move
-            && !prev.current_move.is_none()
-            && !root
-        {
-            // Every move failed low: the previous move was good; reward it.
-            self.update_continuation(ply - 1, prev.cont_row, stat_bonus(depth));
+        } else if !prior_capture && !prev.null_move && !prev.current_move.is_none() && !root {
+            // Every move failed low: the previous move was good; reward it (and its
+            // butterfly entry by half), the more so the deeper the node, on an expected
+            // line (PV or cut node), far below alpha (about three pawns) or the later the
+            // move came in its own node's order (Stockfish 16's weights).
+            let weight = (depth > 5) as i32
+                + (PV || cut_node) as i32
+                + (best < alpha - 280) as i32
+                + (prev.move_count > 11) as i32;
+            if weight > 0 {
+                let bonus = stat_bonus(depth) * weight;
+                self.update_continuation(ply - 1, prev.cont_row, bonus);
+                self.history.update_main(prev.current_move, bonus / 2);
+            }
         }
 
         // What the search found teaches the correction history, when it says on which
