@@ -3,8 +3,8 @@
 
 use engine_core::eval::Evaluator;
 use engine_core::rules::{Move, Position};
-use engine_core::search::PERPETUAL_WIN;
 use engine_core::search::{Limits, Searcher, TranspositionTable};
+use engine_core::search::{PERPETUAL_WIN, SUPERIOR_REPETITION};
 use std::sync::Arc;
 
 fn searcher() -> Searcher {
@@ -149,6 +149,24 @@ fn perpetual_check_is_avoided_by_the_checker() {
     let r = s.go(Limits::depth(3), |_| {});
     assert_ne!(r.best_move.to_usi(), "6i5i", "repeating the perpetual check loses");
     assert!(r.score > 0 && r.score < PERPETUAL_WIN);
+}
+
+#[test]
+fn returning_to_a_board_with_more_in_hand_is_superior() {
+    // White dropped a pawn in front of Black's rook, which took it and comes back: 2f2h
+    // makes the board of the start again, White to move as then, a pawn poorer. That is
+    // inferior for White, so the move scores as a superior position for Black (an
+    // ordinary evaluation would give it about a rook and a pawn).
+    let start = Position::from_sfen("4k4/9/9/9/9/9/9/7R1/4K4 w p 1").unwrap();
+    let history = play(&start, "P*2e 2h2e 5a4a 2e2f 4a5a");
+    for depth in [1, 2] {
+        let mut s = searcher();
+        s.set_position(&start, &history);
+        let r = s.go(Limits::depth(depth), |_| {});
+        assert_eq!(r.best_move.to_usi(), "2f2h", "depth {depth}: score {} pv {:?}", r.score, r.pv);
+        assert_eq!(r.score, SUPERIOR_REPETITION, "depth {depth}");
+    }
+    // (A plain repetition, same hands, must stay a draw: the tests above.)
 }
 
 /// Fixed-depth searches stay bounded where checks and drops abound: the check extension

@@ -109,11 +109,7 @@ impl Position {
                 key ^= zobrist::board_key(p, sq);
             }
         }
-        for color in Color::ALL {
-            for pt in PieceType::HAND {
-                key ^= zobrist::hand_key(color, pt, self.hands[color.index()].count(pt));
-            }
-        }
+        key ^= self.hands_key();
         if self.side == Color::White {
             key ^= zobrist::side_key();
         }
@@ -148,6 +144,18 @@ impl Position {
     #[inline]
     pub fn key(&self) -> u64 {
         self.key
+    }
+
+    /// The part of `key` that the hands make: `key ^ hands_key` is the key of the board
+    /// and side to move alone, equal for positions that differ only in the hands.
+    pub fn hands_key(&self) -> u64 {
+        let mut key = 0u64;
+        for color in Color::ALL {
+            for pt in PieceType::HAND {
+                key ^= zobrist::hand_key(color, pt, self.hands[color.index()].count(pt));
+            }
+        }
+        key
     }
 
     #[inline]

@@ -402,6 +402,15 @@ impl Hand {
     pub const fn raw(self) -> u32 {
         self.0
     }
+
+    /// At least as many of every kind as `other` has.
+    #[inline]
+    pub fn covers(self, other: Hand) -> bool {
+        // Each count sits in its field with a free bit above it: a field of `self` below
+        // `other`'s borrows into that free bit.
+        const BORROWS: u32 = 1 << 5 | 1 << 9 | 1 << 13 | 1 << 17 | 1 << 21 | 1 << 24 | 1 << 28;
+        self.0.wrapping_sub(other.0) & BORROWS == 0
+    }
 }
 
 /// A move. Bits 0-15 are exactly YaneuraOu's Move16 (to, from or dropped piece type, drop
@@ -542,6 +551,40 @@ mod tests {
         assert_eq!(h.count(PieceType::Pawn), 17);
         assert_eq!(h.total(), 20);
         assert!(h.set(PieceType::Rook, 3).is_none());
+    }
+
+    /// `covers` agrees with comparing every count, over random pairs of hands (many of
+    /// them close, where one count decides).
+    #[test]
+    fn covers_is_every_count_at_least() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |bound: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % (bound as u64 + 1)) as u32
+        };
+        let (mut covering, mut not) = (0, 0);
+        for _ in 0..20_000 {
+            let (mut a, mut b) = (Hand::EMPTY, Hand::EMPTY);
+            for pt in PieceType::HAND {
+                let max = pt.max_count() as u32;
+                let n = next(max);
+                a.set(pt, n).unwrap();
+                // Mostly the same count, sometimes one more or one less, sometimes any.
+                let m = match next(3) {
+                    0 => next(max),
+                    1 => (n + 1).min(max),
+                    2 => n.saturating_sub(1),
+                    _ => n,
+                };
+                b.set(pt, m).unwrap();
+            }
+            let expected = PieceType::HAND.iter().all(|&pt| a.count(pt) >= b.count(pt));
+            assert_eq!(a.covers(b), expected, "{:#x} covers {:#x}", a.raw(), b.raw());
+            if expected { covering += 1 } else { not += 1 }
+        }
+        assert!(covering > 1000 && not > 1000, "{covering} covering, {not} not");
     }
 
     #[test]

@@ -21,8 +21,9 @@
 //! Quiescence search is in `qsearch.rs`.
 //!
 //! Shogi-specific: no legal move is a loss whether in check or not; a repetition is a
-//! draw unless one side checked throughout (then the checker loses); an
-//! entering-king declaration wins.
+//! draw unless one side checked throughout (then the checker loses); the same board and
+//! side to move as before with more (fewer) pieces in the mover's hand is a superior
+//! (inferior) position, scored as all but won (lost); an entering-king declaration wins.
 
 use super::history::{NO_ROW, cont_row, stat_bonus};
 use super::movepick::is_capture;

@@ -23,6 +23,6 @@ pub mod tt;
 
 pub use limits::{Limits, SearchOptions};
 pub use params::SearchParams;
-pub use score::{MATE, MATE_IN_MAX_PLY, PERPETUAL_WIN};
+pub use score::{MATE, MATE_IN_MAX_PLY, PERPETUAL_WIN, SUPERIOR_REPETITION};
 pub use searcher::{Info, SearchResult, Searcher};
 pub use tt::TranspositionTable;

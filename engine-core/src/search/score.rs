@@ -7,6 +7,12 @@ pub const MATE: i32 = 32000;
 pub const MATE_IN_MAX_PLY: i32 = MATE - 1000;
 /// Score of a repetition won because the opponent checked with every move.
 pub const PERPETUAL_WIN: i32 = 28000;
+/// Score of reaching a position seen before with the same pieces on the board and the
+/// same side to move, holding more pieces in hand than then (a "superior" position; its
+/// negation, "inferior", for fewer): the opponent's moves in between gave material away
+/// for nothing, so the opponent will not play into it. Below `PERPETUAL_WIN`, which the
+/// rules award.
+pub const SUPERIOR_REPETITION: i32 = 27000;
 pub const INFINITE: i32 = 32001;
 /// "No value" in the transposition table (never a real score).
 pub const VALUE_NONE: i32 = 32002;

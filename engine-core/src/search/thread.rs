@@ -6,12 +6,14 @@ use super::correction::{CorrectionHistory, FEATURES as CORRECTION_FEATURES, Feat
 use super::history::{History, NO_ROW};
 use super::limits::{Limits, SearchOptions};
 use super::movepick::MovePicker;
-use super::score::{INFINITE, MATE, MATE_IN_MAX_PLY, MAX_PLY, PERPETUAL_WIN, VALUE_NONE};
+use super::score::{
+    INFINITE, MATE, MATE_IN_MAX_PLY, MAX_PLY, PERPETUAL_WIN, SUPERIOR_REPETITION, VALUE_NONE,
+};
 use super::see::captured_value;
 use super::time::TimeManager;
 use super::tt::TranspositionTable;
 use crate::eval::{EvalState, Evaluator};
-use crate::rules::{Color, Move, MoveDelta, Position};
+use crate::rules::{Color, Hand, Move, MoveDelta, Position, zobrist};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -20,6 +22,29 @@ use std::time::Instant;
 pub(super) const STACK_OFFSET: usize = 4;
 /// Repetitions are looked for this many plies back (game history included).
 const MAX_REPETITION_PLY: usize = 32;
+
+/// What repetition detection keeps of a position of the game or the search path.
+#[derive(Clone, Copy)]
+struct Seen {
+    key: u64,
+    /// The key without the hands' part (see `Position::hands_key`): equal for the same
+    /// board and side to move, whatever the hands.
+    board_key: u64,
+    /// The side to move's hand (superior and inferior positions, `repetition_score`).
+    hand: Hand,
+    in_check: bool,
+}
+
+impl Seen {
+    fn of(pos: &Position, hands_key: u64) -> Seen {
+        Seen {
+            key: pos.key(),
+            board_key: pos.key() ^ hands_key,
+            hand: pos.hand(pos.side_to_move()),
+            in_check: pos.in_check(),
+        }
+    }
+}
 
 /// Per-ply search state.
 #[derive(Clone, Copy)]
@@ -119,9 +144,8 @@ pub(super) struct SearchThread {
     /// on is advanced by its new moves instead of replayed and evaluated from scratch.
     game_start: Position,
     game_moves: Vec<Move>,
-    /// Keys and in-check flags of the game so far plus the current search path.
-    pub keys: Vec<u64>,
-    pub checks: Vec<bool>,
+    /// The positions of the game so far plus the current search path, for repetitions.
+    seen: Vec<Seen>,
     pub stack: Vec<Frame>,
     /// Per frame, the correction features' hashes of its node (`None`: not computed),
     /// which its children carry on instead of recomputing.
@@ -173,8 +197,7 @@ impl SearchThread {
             estate,
             game_start: pos,
             game_moves: Vec::new(),
-            keys: vec![pos.key()],
-            checks: vec![pos.in_check()],
+            seen: vec![Seen::of(&pos, pos.hands_key())],
             stack: vec![Frame::default(); MAX_PLY + STACK_OFFSET + 4],
             feature_hashes: vec![None; MAX_PLY + STACK_OFFSET + 4],
             history: History::new(),
@@ -214,27 +237,23 @@ impl SearchThread {
     pub fn set_position(&mut self, start: &Position, moves: &[Move]) {
         let goes_on = self.game_start == *start
             && moves.starts_with(&self.game_moves)
-            && self.keys.len() == self.game_moves.len() + 1
+            && self.seen.len() == self.game_moves.len() + 1
             && self.estate.at_root();
         if goes_on {
             let new_moves = &moves[self.game_moves.len()..];
             for &m in new_moves {
                 let d = self.pos.do_move(m);
                 self.evaluator.advance_root(&mut self.estate, &d, &self.pos);
-                self.keys.push(self.pos.key());
-                self.checks.push(self.pos.in_check());
+                self.push_history(&d);
             }
             self.game_moves.extend_from_slice(new_moves);
         } else {
             self.pos = *start;
-            self.keys.clear();
-            self.checks.clear();
-            self.keys.push(start.key());
-            self.checks.push(start.in_check());
+            self.seen.clear();
+            self.seen.push(Seen::of(start, start.hands_key()));
             for &m in moves {
-                self.pos.do_move(m);
-                self.keys.push(self.pos.key());
-                self.checks.push(self.pos.in_check());
+                let d = self.pos.do_move(m);
+                self.push_history(&d);
             }
             self.evaluator.reset_state(&mut self.estate, &self.pos);
             self.game_start = *start;
@@ -246,8 +265,7 @@ impl SearchThread {
     /// Copies another thread's game (same position, history and evaluation state).
     pub fn copy_position(&mut self, from: &SearchThread) {
         self.pos = from.pos;
-        self.keys.clone_from(&from.keys);
-        self.checks.clone_from(&from.checks);
+        self.seen.clone_from(&from.seen);
         self.estate.clone_from(&from.estate);
         self.game_start = from.game_start;
         self.game_moves.clone_from(&from.game_moves);
@@ -276,15 +294,37 @@ impl SearchThread {
         self.tt.prefetch(self.pos.key());
         self.evaluator.do_move(&mut self.estate, &d, &self.pos);
         self.evaluator.prefetch(&mut self.estate);
-        self.keys.push(self.pos.key());
-        self.checks.push(self.pos.in_check());
+        self.push_history(&d);
         d
+    }
+
+    /// Records the position after `d` (the current one) for repetition detection.
+    #[inline]
+    fn push_history(&mut self, d: &MoveDelta) {
+        // The hands' key from the parent's: only the mover's hand changes, by one piece.
+        let us = d.moved.color();
+        let hand = self.pos.hand(us);
+        let last = self.seen.last().expect("the history has its start");
+        let parent = last.key ^ last.board_key;
+        let changed = if d.is_drop() {
+            let pt = d.moved.piece_type();
+            let count = hand.count(pt);
+            zobrist::hand_key(us, pt, count) ^ zobrist::hand_key(us, pt, count + 1)
+        } else if d.is_capture() {
+            let base = d.captured.piece_type().unpromote();
+            let count = hand.count(base);
+            zobrist::hand_key(us, base, count) ^ zobrist::hand_key(us, base, count - 1)
+        } else {
+            0
+        };
+        let hands_key = parent ^ changed;
+        debug_assert_eq!(hands_key, self.pos.hands_key(), "hands' key after {}", d.mv);
+        self.seen.push(Seen::of(&self.pos, hands_key));
     }
 
     #[inline]
     pub fn undo_move(&mut self, d: &MoveDelta) {
-        self.keys.pop();
-        self.checks.pop();
+        self.seen.pop();
         self.evaluator.undo_move(&mut self.estate, d);
         self.pos.undo_move(d);
     }
@@ -293,14 +333,15 @@ impl SearchThread {
         // The position after a null move shares this one's evaluation entry.
         self.evaluator.prepare(&mut self.estate);
         let d = self.pos.do_null_move();
-        self.keys.push(self.pos.key());
-        self.checks.push(false);
+        // (The hands do not change.)
+        let last = self.seen.last().expect("the history has its start");
+        let hands_key = last.key ^ last.board_key;
+        self.seen.push(Seen::of(&self.pos, hands_key));
         d
     }
 
     pub fn undo_null_move(&mut self, d: &MoveDelta) {
-        self.keys.pop();
-        self.checks.pop();
+        self.seen.pop();
         self.pos.undo_null_move(d);
     }
 
@@ -348,32 +389,47 @@ impl SearchThread {
         }
     }
 
-    /// Score of a repetition of the current position within the game or search, if any.
+    /// Score of a repetition of the current position within the game or search, if any;
+    /// or of a superior or inferior position: the same board and side to move as before,
+    /// with more (fewer) pieces in the mover's hand.
     pub fn repetition_score(&self) -> Option<i32> {
-        let n = self.keys.len() - 1;
+        let seen = &self.seen;
+        let n = seen.len() - 1;
         if n < 4 {
             return None;
         }
-        let key = self.keys[n];
+        let Seen { key, board_key, hand: now, .. } = seen[n];
         let oldest = n.saturating_sub(MAX_REPETITION_PLY);
         // The same side is to move every two plies, and no position recurs within two.
         let mut i = n - 4;
         loop {
-            if self.keys[i] == key {
-                // Positions i+1..=n: those with the current side to move were reached by
-                // the opponent's moves.
-                let them_all_checks =
-                    (i + 1..=n).filter(|&k| (n - k).is_multiple_of(2)).all(|k| self.checks[k]);
-                let us_all_checks = (i + 1..=n).filter(|&k| (n - k) % 2 == 1).all(|k| self.checks[k]);
-                return Some(if them_all_checks {
-                    PERPETUAL_WIN
-                } else if us_all_checks {
-                    -PERPETUAL_WIN
-                } else if self.pos.side_to_move() == self.root_color {
-                    -self.options.contempt
-                } else {
-                    self.options.contempt
-                });
+            // (Keys that differ in the board part differ in all: one test for both cases.)
+            if seen[i].board_key == board_key {
+                if seen[i].key == key {
+                    // Positions i+1..=n: those with the current side to move were reached
+                    // by the opponent's moves.
+                    let them_all_checks =
+                        (i + 1..=n).filter(|&k| (n - k).is_multiple_of(2)).all(|k| seen[k].in_check);
+                    let us_all_checks = (i + 1..=n).filter(|&k| (n - k) % 2 == 1).all(|k| seen[k].in_check);
+                    return Some(if them_all_checks {
+                        PERPETUAL_WIN
+                    } else if us_all_checks {
+                        -PERPETUAL_WIN
+                    } else if self.pos.side_to_move() == self.root_color {
+                        -self.options.contempt
+                    } else {
+                        self.options.contempt
+                    });
+                }
+                // Same board, other hands (the pieces are the same, so the side to move's
+                // hand alone tells which way).
+                let then = seen[i].hand;
+                if now.covers(then) {
+                    return Some(SUPERIOR_REPETITION);
+                }
+                if then.covers(now) {
+                    return Some(-SUPERIOR_REPETITION);
+                }
             }
             if i < oldest + 2 {
                 return None;
