@@ -619,3 +619,61 @@ impl SearchThread {
         self.shared.nodes[self.id].store(self.nodes, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::random_walk::{capture_heavy_suite, xorshift};
+
+    /// The board key each move records (updated from the parent's hands key) equals the
+    /// key less the hands' part computed from scratch, through random games full of drops
+    /// and captures, null moves included, and back again on undo. (`push_history` checks
+    /// the same with a `debug_assert`, which the release-optimised test profile leaves out.)
+    #[test]
+    fn recorded_board_keys_equal_a_full_recomputation() {
+        let shared =
+            Arc::new(Shared { stop: Arc::new(AtomicBool::new(false)), nodes: vec![AtomicU64::new(0)] });
+        let mut t = SearchThread::new(
+            0,
+            Arc::new(Evaluator::material_only()),
+            Arc::new(TranspositionTable::new(1)),
+            shared,
+        );
+        let mut next = xorshift(0x5e_e4);
+        let (mut drops, mut captures) = (0, 0);
+        for start in capture_heavy_suite(40, 0x5e_e5) {
+            t.set_position(&start, &[]);
+            let mut deltas = Vec::new();
+            for _ in 0..60 {
+                let moves = t.pos.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                if !t.pos.in_check() && next().is_multiple_of(8) {
+                    let d = t.do_null_move();
+                    deltas.push((d, true));
+                } else {
+                    let m = moves[(next() % moves.len() as u64) as usize];
+                    drops += m.is_drop() as u32;
+                    captures += crate::search::movepick::is_capture(&t.pos, m) as u32;
+                    deltas.push((t.do_move(m), false));
+                }
+                let last = t.seen.last().expect("pushed");
+                assert_eq!(last.key, t.pos.key());
+                assert_eq!(last.board_key, t.pos.key() ^ t.pos.hands_key(), "{}", t.pos.to_sfen());
+                assert_eq!(last.hand, t.pos.hand(t.pos.side_to_move()));
+            }
+            while let Some((d, null)) = deltas.pop() {
+                if null {
+                    t.undo_null_move(&d);
+                } else {
+                    t.undo_move(&d);
+                }
+                let last = t.seen.last().expect("the start stays");
+                assert_eq!(last.board_key, t.pos.key() ^ t.pos.hands_key());
+            }
+            assert_eq!(t.seen.len(), 1);
+        }
+        assert!(drops > 100 && captures > 100, "{drops} drops, {captures} captures");
+    }
+}
