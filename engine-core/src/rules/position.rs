@@ -20,6 +20,8 @@ pub struct Position {
     /// Move number as in SFEN: 1 at the start of a game, +1 per move.
     ply: u32,
     key: u64,
+    /// `key` without the hands' part (see `board_key`).
+    board_key: u64,
     king: [Option<Square>; 2],
     checkers: Bitboard,
 }
@@ -39,6 +41,7 @@ pub struct MoveDelta {
     pub captured: Piece,
     pub promoted: bool,
     prev_key: u64,
+    prev_board_key: u64,
     prev_checkers: Bitboard,
 }
 
@@ -65,6 +68,7 @@ impl Position {
             side: Color::Black,
             ply: 1,
             key: 0,
+            board_key: 0,
             king: [None; 2],
             checkers: Bitboard::EMPTY,
         }
@@ -98,6 +102,7 @@ impl Position {
     /// Recomputes the key and checkers after setup.
     pub(crate) fn finish_setup(&mut self) {
         self.key = self.compute_key();
+        self.board_key = self.key ^ self.hands_key();
         self.checkers = self.compute_checkers();
     }
 
@@ -146,8 +151,15 @@ impl Position {
         self.key
     }
 
-    /// The part of `key` that the hands make: `key ^ hands_key` is the key of the board
-    /// and side to move alone, equal for positions that differ only in the hands.
+    /// The key of the board and side to move alone: equal for positions that differ only
+    /// in the hands (superior and inferior positions). Kept up to date by `do_move`.
+    #[inline]
+    pub fn board_key(&self) -> u64 {
+        self.board_key
+    }
+
+    /// The part of `key` that the hands make, computed from the hands (`key ^ hands_key`
+    /// is `board_key`).
     pub fn hands_key(&self) -> u64 {
         let mut key = 0u64;
         for color in Color::ALL {
@@ -309,15 +321,18 @@ impl Position {
             captured: Piece::EMPTY,
             promoted: false,
             prev_key: self.key,
+            prev_board_key: self.board_key,
             prev_checkers: self.checkers,
         };
         let mut key = self.key ^ zobrist::side_key();
+        // What the hands change of the key, which the board key leaves out.
+        let mut hands_change = 0u64;
         if mv.is_drop() {
             let pt = moved.piece_type();
             let hand = &mut self.hands[us.index()];
             let n = hand.count(pt);
             debug_assert!(n > 0 && self.board[to.index()].is_empty());
-            key ^= zobrist::hand_key(us, pt, n) ^ zobrist::hand_key(us, pt, n - 1);
+            hands_change = zobrist::hand_key(us, pt, n) ^ zobrist::hand_key(us, pt, n - 1);
             hand.remove(pt);
             self.board[to.index()] = moved;
             self.by_type[pt.index()].set(to);
@@ -339,7 +354,7 @@ impl Position {
                 let base = cpt.unpromote();
                 let hand = &mut self.hands[us.index()];
                 let n = hand.count(base);
-                key ^= zobrist::hand_key(us, base, n) ^ zobrist::hand_key(us, base, n + 1);
+                hands_change = zobrist::hand_key(us, base, n) ^ zobrist::hand_key(us, base, n + 1);
                 hand.add(base);
             }
             let placed = mv.moved_piece_after();
@@ -357,7 +372,8 @@ impl Position {
                 self.king[us.index()] = Some(to);
             }
         }
-        self.key = key;
+        self.board_key ^= key ^ self.key;
+        self.key = key ^ hands_change;
         self.side = them;
         self.ply += 1;
         self.checkers = match self.king[them.index()] {
@@ -426,6 +442,7 @@ impl Position {
         self.side = us;
         self.ply -= 1;
         self.key = delta.prev_key;
+        self.board_key = delta.prev_board_key;
         self.checkers = delta.prev_checkers;
     }
 
@@ -441,9 +458,11 @@ impl Position {
             captured: Piece::EMPTY,
             promoted: false,
             prev_key: self.key,
+            prev_board_key: self.board_key,
             prev_checkers: self.checkers,
         };
         self.key ^= zobrist::side_key();
+        self.board_key ^= zobrist::side_key();
         self.side = self.side.opponent();
         self.checkers = self.compute_checkers();
         delta
@@ -452,6 +471,7 @@ impl Position {
     pub fn undo_null_move(&mut self, delta: &MoveDelta) {
         self.side = self.side.opponent();
         self.key = delta.prev_key;
+        self.board_key = delta.prev_board_key;
         self.checkers = delta.prev_checkers;
     }
 

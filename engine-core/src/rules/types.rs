@@ -557,13 +557,8 @@ mod tests {
     /// them close, where one count decides).
     #[test]
     fn covers_is_every_count_at_least() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |bound: u32| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % (bound as u64 + 1)) as u32
-        };
+        let mut rng = crate::rules::random_walk::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = move |bound: u32| (rng() % (bound as u64 + 1)) as u32;
         let (mut covering, mut not) = (0, 0);
         for _ in 0..20_000 {
             let (mut a, mut b) = (Hand::EMPTY, Hand::EMPTY);

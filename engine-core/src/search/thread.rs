@@ -13,7 +13,7 @@ use super::see::captured_value;
 use super::time::TimeManager;
 use super::tt::TranspositionTable;
 use crate::eval::{EvalState, Evaluator};
-use crate::rules::{Color, Hand, Move, MoveDelta, Position, zobrist};
+use crate::rules::{Color, Hand, Move, MoveDelta, Position};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -27,8 +27,8 @@ const MAX_REPETITION_PLY: usize = 32;
 #[derive(Clone, Copy)]
 struct Seen {
     key: u64,
-    /// The key without the hands' part (see `Position::hands_key`): equal for the same
-    /// board and side to move, whatever the hands.
+    /// `Position::board_key`: equal for the same board and side to move, whatever the
+    /// hands.
     board_key: u64,
     /// The side to move's hand (superior and inferior positions, `repetition_score`).
     hand: Hand,
@@ -36,10 +36,10 @@ struct Seen {
 }
 
 impl Seen {
-    fn of(pos: &Position, hands_key: u64) -> Seen {
+    fn of(pos: &Position) -> Seen {
         Seen {
             key: pos.key(),
-            board_key: pos.key() ^ hands_key,
+            board_key: pos.board_key(),
             hand: pos.hand(pos.side_to_move()),
             in_check: pos.in_check(),
         }
@@ -197,7 +197,7 @@ impl SearchThread {
             estate,
             game_start: pos,
             game_moves: Vec::new(),
-            seen: vec![Seen::of(&pos, pos.hands_key())],
+            seen: vec![Seen::of(&pos)],
             stack: vec![Frame::default(); MAX_PLY + STACK_OFFSET + 4],
             feature_hashes: vec![None; MAX_PLY + STACK_OFFSET + 4],
             history: History::new(),
@@ -244,16 +244,16 @@ impl SearchThread {
             for &m in new_moves {
                 let d = self.pos.do_move(m);
                 self.evaluator.advance_root(&mut self.estate, &d, &self.pos);
-                self.push_history(&d);
+                self.seen.push(Seen::of(&self.pos));
             }
             self.game_moves.extend_from_slice(new_moves);
         } else {
             self.pos = *start;
             self.seen.clear();
-            self.seen.push(Seen::of(start, start.hands_key()));
+            self.seen.push(Seen::of(start));
             for &m in moves {
-                let d = self.pos.do_move(m);
-                self.push_history(&d);
+                self.pos.do_move(m);
+                self.seen.push(Seen::of(&self.pos));
             }
             self.evaluator.reset_state(&mut self.estate, &self.pos);
             self.game_start = *start;
@@ -294,32 +294,8 @@ impl SearchThread {
         self.tt.prefetch(self.pos.key());
         self.evaluator.do_move(&mut self.estate, &d, &self.pos);
         self.evaluator.prefetch(&mut self.estate);
-        self.push_history(&d);
+        self.seen.push(Seen::of(&self.pos));
         d
-    }
-
-    /// Records the position after `d` (the current one) for repetition detection.
-    #[inline]
-    fn push_history(&mut self, d: &MoveDelta) {
-        // The hands' key from the parent's: only the mover's hand changes, by one piece.
-        let us = d.moved.color();
-        let hand = self.pos.hand(us);
-        let last = self.seen.last().expect("the history has its start");
-        let parent = last.key ^ last.board_key;
-        let changed = if d.is_drop() {
-            let pt = d.moved.piece_type();
-            let count = hand.count(pt);
-            zobrist::hand_key(us, pt, count) ^ zobrist::hand_key(us, pt, count + 1)
-        } else if d.is_capture() {
-            let base = d.captured.piece_type().unpromote();
-            let count = hand.count(base);
-            zobrist::hand_key(us, base, count) ^ zobrist::hand_key(us, base, count - 1)
-        } else {
-            0
-        };
-        let hands_key = parent ^ changed;
-        debug_assert_eq!(hands_key, self.pos.hands_key(), "hands' key after {}", d.mv);
-        self.seen.push(Seen::of(&self.pos, hands_key));
     }
 
     #[inline]
@@ -333,10 +309,7 @@ impl SearchThread {
         // The position after a null move shares this one's evaluation entry.
         self.evaluator.prepare(&mut self.estate);
         let d = self.pos.do_null_move();
-        // (The hands do not change.)
-        let last = self.seen.last().expect("the history has its start");
-        let hands_key = last.key ^ last.board_key;
-        self.seen.push(Seen::of(&self.pos, hands_key));
+        self.seen.push(Seen::of(&self.pos));
         d
     }
 
@@ -625,10 +598,9 @@ mod tests {
     use super::*;
     use crate::rules::random_walk::{capture_heavy_suite, xorshift};
 
-    /// The board key each move records (updated from the parent's hands key) equals the
-    /// key less the hands' part computed from scratch, through random games full of drops
-    /// and captures, null moves included, and back again on undo. (`push_history` checks
-    /// the same with a `debug_assert`, which the release-optimised test profile leaves out.)
+    /// The board key each move records (`Position::board_key`, kept up to date by the
+    /// moves) equals the key less the hands' part computed from scratch, through random
+    /// games full of drops and captures, null moves included, and back again on undo.
     #[test]
     fn recorded_board_keys_equal_a_full_recomputation() {
         let shared =
