@@ -346,6 +346,19 @@ pub struct Hand(u32);
 const HAND_SHIFT: [u32; 7] = [0, 6, 10, 14, 18, 22, 26];
 const HAND_MASK: [u32; 7] = [0x1f, 0x7, 0x7, 0x7, 0x7, 0x3, 0x3];
 
+/// The free bit just above each count's field: subtracting a hand with a larger count in
+/// some field borrows into that field's bit (`Hand::covers`).
+const HAND_BORROWS: u32 = {
+    let (mut bits, mut fields, mut i) = (0u32, 0u32, 0);
+    while i < 7 {
+        bits |= (HAND_MASK[i] + 1) << HAND_SHIFT[i];
+        fields |= HAND_MASK[i] << HAND_SHIFT[i];
+        i += 1;
+    }
+    assert!(bits & fields == 0, "every count needs a free bit above its field");
+    bits
+};
+
 impl Hand {
     pub const EMPTY: Hand = Hand(0);
 
@@ -406,10 +419,7 @@ impl Hand {
     /// At least as many of every kind as `other` has.
     #[inline]
     pub fn covers(self, other: Hand) -> bool {
-        // Each count sits in its field with a free bit above it: a field of `self` below
-        // `other`'s borrows into that free bit.
-        const BORROWS: u32 = 1 << 5 | 1 << 9 | 1 << 13 | 1 << 17 | 1 << 21 | 1 << 24 | 1 << 28;
-        self.0.wrapping_sub(other.0) & BORROWS == 0
+        self.0.wrapping_sub(other.0) & HAND_BORROWS == 0
     }
 }
 
