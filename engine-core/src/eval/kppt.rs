@@ -7,7 +7,7 @@
 use super::bona_piece::{BonaPiece, FE_END};
 use super::piece_list::{PIECE_LIST_LEN, PieceList};
 use crate::huge_pages::{HugeArray, ZeroValid};
-use crate::prefetch::prefetch;
+use crate::prefetch::prefetch_at;
 use crate::rules::{Color, Square};
 
 pub const FV_SCALE: i32 = 32;
@@ -277,8 +277,8 @@ impl KpptTables {
                 let new_row = self.kpp_row(k, list[id as usize]);
                 let old_row = self.kpp_row(k, old[c]);
                 for &p in list {
-                    prefetch(&new_row[p as usize]);
-                    prefetch(&old_row[p as usize]);
+                    prefetch_at(new_row, p as usize);
+                    prefetch_at(old_row, p as usize);
                 }
             }
         }
@@ -319,10 +319,10 @@ impl KpptTables {
             let (rb, rw) = (self.kpp_row(bk, fb[id as usize]), self.kpp_row(wk_inv, fw[id as usize]));
             let (ob, ow) = (self.kpp_row(bk, old_fb[c]), self.kpp_row(wk_inv, old_fw[c]));
             for (&pb, &pw) in fb.iter().zip(fw) {
-                prefetch(&rb[pb as usize]);
-                prefetch(&rw[pw as usize]);
-                prefetch(&ob[pb as usize]);
-                prefetch(&ow[pw as usize]);
+                prefetch_at(rb, pb as usize);
+                prefetch_at(rw, pw as usize);
+                prefetch_at(ob, pb as usize);
+                prefetch_at(ow, pw as usize);
             }
         }
     }
