@@ -227,19 +227,29 @@ impl Position {
         let them = self.by_color[by.index()];
         let defender = by.opponent();
         let t = &self.by_type;
-        let rook_like = t[PieceType::Rook.index()] | t[PieceType::Dragon.index()];
-        let bishop_like = t[PieceType::Bishop.index()] | t[PieceType::Horse.index()];
         let king_like =
             t[PieceType::King.index()] | t[PieceType::Horse.index()] | t[PieceType::Dragon.index()];
-        ((pawn_attacks(defender, sq) & t[PieceType::Pawn.index()])
+        let mut attackers = ((pawn_attacks(defender, sq) & t[PieceType::Pawn.index()])
             | (knight_attacks(defender, sq) & t[PieceType::Knight.index()])
             | (silver_attacks(defender, sq) & t[PieceType::Silver.index()])
             | (gold_attacks(defender, sq) & self.gold_movers())
-            | (king_attacks(sq) & king_like)
-            | (lance_attacks(defender, sq, occ) & t[PieceType::Lance.index()])
-            | (bishop_attacks(sq, occ) & bishop_like)
-            | (rook_attacks(sq, occ) & rook_like))
-            & them
+            | (king_attacks(sq) & king_like))
+            & them;
+        // Each slider's attacks are looked up only when one of `by`'s stands on its empty-board
+        // line through `sq` (most squares have no bishop on theirs): the result is the same.
+        let lances = t[PieceType::Lance.index()] & them;
+        if (forward_ray(defender, sq) & lances).any() {
+            attackers |= lance_attacks(defender, sq, occ) & lances;
+        }
+        let bishop_like = (t[PieceType::Bishop.index()] | t[PieceType::Horse.index()]) & them;
+        if (bishop_empty_attacks(sq) & bishop_like).any() {
+            attackers |= bishop_attacks(sq, occ) & bishop_like;
+        }
+        let rook_like = (t[PieceType::Rook.index()] | t[PieceType::Dragon.index()]) & them;
+        if (rook_empty_attacks(sq) & rook_like).any() {
+            attackers |= rook_attacks(sq, occ) & rook_like;
+        }
+        attackers
     }
 
     /// Is `sq` attacked by `by`? Cheaper than `attackers_to(..).any()`: step pieces first,
