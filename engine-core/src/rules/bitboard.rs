@@ -248,6 +248,31 @@ mod tests {
         assert!((!Bitboard::EMPTY) == Bitboard::ALL);
     }
 
+    /// Membership, set, clear and toggle agree with the plain bit arithmetic on every
+    /// square, on both sides of the 64-bit halves' boundary.
+    #[test]
+    fn square_operations_match_bit_arithmetic() {
+        let mut x: u128 = 0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834;
+        for _ in 0..200 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let b = Bitboard(x & ALL_BITS);
+            for i in 0..81 {
+                let sq = Square::from_index(i);
+                assert_eq!(b.contains(sq), (b.0 >> i) & 1 == 1, "{b:?} {i}");
+                assert_eq!(Bitboard::from_square(sq).0, 1u128 << i);
+                let (mut set, mut cleared, mut toggled) = (b, b, b);
+                set.set(sq);
+                cleared.clear(sq);
+                toggled.toggle(sq);
+                assert_eq!(set.0, b.0 | 1u128 << i);
+                assert_eq!(cleared.0, b.0 & !(1u128 << i));
+                assert_eq!(toggled.0, b.0 ^ 1u128 << i);
+            }
+        }
+    }
+
     #[test]
     fn pop_iterates_in_square_order() {
         let mut b = Bitboard::from_square(Square::new(8, 8)) | Bitboard::from_square(Square::new(0, 3));

@@ -550,4 +550,46 @@ mod tests {
         assert_eq!(pos.hand(Color::Black).count(PieceType::Bishop), 1);
         assert!(pos.is_consistent());
     }
+
+    /// `attackers_to` (which skips the sliders not on a line through the square) is the
+    /// set of the side's pieces whose attacks reach the square, piece by piece, with the
+    /// board's occupancy and with pieces taken off it (as SEE does, for x-rays).
+    #[test]
+    fn attackers_to_matches_each_pieces_attacks() {
+        let suite = crate::rules::random_walk::capture_heavy_suite(60, 23);
+        let mut slider_attacks = 0;
+        for pos in &suite {
+            let mut occ = pos.occupied();
+            for removed in 0..3 {
+                if removed > 0 {
+                    // Take off the lowest remaining piece that is not a king.
+                    let kings = pos.pieces_of_type(PieceType::King);
+                    if let Some(sq) = (occ.and_not(kings)).iter().next() {
+                        occ.clear(sq);
+                    }
+                }
+                for by in [Color::Black, Color::White] {
+                    for sq in Square::all() {
+                        let mut expected = Bitboard::EMPTY;
+                        for from in (pos.pieces_of(by) & occ).iter() {
+                            if attacks_from(pos.piece_on(from), from, occ).contains(sq) {
+                                expected.set(from);
+                                let pt = pos.piece_on(from).piece_type();
+                                slider_attacks += matches!(
+                                    pt,
+                                    PieceType::Lance
+                                        | PieceType::Bishop
+                                        | PieceType::Rook
+                                        | PieceType::Horse
+                                        | PieceType::Dragon
+                                ) as usize;
+                            }
+                        }
+                        assert_eq!(pos.attackers_to(by, sq, occ) & occ, expected, "{} {sq:?}", pos.to_sfen());
+                    }
+                }
+            }
+        }
+        assert!(slider_attacks > 1000, "the suite exercises the sliders: {slider_attacks}");
+    }
 }

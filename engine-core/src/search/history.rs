@@ -22,7 +22,7 @@ pub const CONT_LIMIT: i32 = 29952;
 pub const NO_ROW: usize = 0;
 
 pub struct History {
-    /// `[side][origin][to]`
+    /// By side, origin (or dropped kind) and destination, at `main_index`
     main: Box<[i16; MAIN_SIZE]>,
     /// `[piece after move][to][captured kind]`
     capture: Vec<i16>,
