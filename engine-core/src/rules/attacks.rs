@@ -464,6 +464,47 @@ mod tests {
         }
     }
 
+    /// `attacks_from` gives each kind's moves as its own attack functions compose them, for both colours, on every square.
+    #[test]
+    fn attacks_from_matches_each_kinds_own_attacks() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let y = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let occ =
+                Bitboard(((x as u128) << 64 | y as u128) & ((y as u128) << 23 | x as u128)) & Bitboard::ALL;
+            for color in [Color::Black, Color::White] {
+                for pt in PieceType::ALL {
+                    for sq in Square::all() {
+                        let expected = match pt {
+                            PieceType::Pawn => pawn_attacks(color, sq),
+                            PieceType::Lance => lance_attacks(color, sq, occ),
+                            PieceType::Knight => knight_attacks(color, sq),
+                            PieceType::Silver => silver_attacks(color, sq),
+                            PieceType::Gold
+                            | PieceType::ProPawn
+                            | PieceType::ProLance
+                            | PieceType::ProKnight
+                            | PieceType::ProSilver => gold_attacks(color, sq),
+                            PieceType::King => king_attacks(sq),
+                            PieceType::Bishop => bishop_attacks(sq, occ),
+                            PieceType::Rook => rook_attacks(sq, occ),
+                            PieceType::Horse => bishop_attacks(sq, occ) | king_attacks(sq),
+                            PieceType::Dragon => rook_attacks(sq, occ) | king_attacks(sq),
+                        };
+                        assert_eq!(
+                            attacks_from(Piece::new(color, pt), sq, occ),
+                            expected,
+                            "{color:?} {pt:?} {sq:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn step_attacks_counts() {
         let center = Square::new(4, 4);
