@@ -464,7 +464,8 @@ mod tests {
         }
     }
 
-    /// `attacks_from` gives each kind's moves as its own attack functions compose them, for both colours, on every square.
+    /// `attacks_from` gives each kind's moves as its own attack functions compose them, for
+    /// both colours, on every square.
     #[test]
     fn attacks_from_matches_each_kinds_own_attacks() {
         let mut x = 0x2545_F491_4F6C_DD1Du64;
