@@ -5,15 +5,7 @@
 /// a no-op off x86_64.
 #[inline(always)]
 pub fn prefetch<T>(v: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint and never faults, whatever the address; this one is
-    // a live reference anyway. SSE (which has the instruction) is part of the x86_64 baseline.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(v as *const T as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = v;
+    prefetch_at(std::slice::from_ref(v), 0);
 }
 
 /// Hints the CPU to bring element `i` of `slice` into L1, without a bounds check: hot loops
@@ -23,7 +15,8 @@ pub fn prefetch_at<T>(slice: &[T], i: usize) {
     let p = slice.as_ptr().wrapping_add(i);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint and never faults, whatever the address (the
-    // pointer is never read through).
+    // pointer is never read through). SSE, which has the instruction, is part of the x86_64
+    // baseline.
     unsafe {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         _mm_prefetch::<_MM_HINT_T0>(p as *const i8);

@@ -464,6 +464,9 @@ mod tests {
         }
     }
 
+    const DIAGONALS: [(i32, i32); 4] = [(1, 1), (-1, -1), (1, -1), (-1, 1)];
+    const ORTHOGONALS: [(i32, i32); 4] = [(0, 1), (0, -1), (1, 0), (-1, 0)];
+
     /// `attacks_from` gives each kind's moves as its own attack functions compose them, for
     /// both colours, on every square.
     #[test]
@@ -479,21 +482,20 @@ mod tests {
             for color in [Color::Black, Color::White] {
                 for pt in PieceType::ALL {
                     for sq in Square::all() {
+                        // Sliders by walking their rays; the rest move like a pawn, knight,
+                        // silver, gold or king.
+                        let forward = if color == Color::Black { -1 } else { 1 };
                         let expected = match pt {
-                            PieceType::Pawn => pawn_attacks(color, sq),
-                            PieceType::Lance => lance_attacks(color, sq, occ),
-                            PieceType::Knight => knight_attacks(color, sq),
-                            PieceType::Silver => silver_attacks(color, sq),
-                            PieceType::Gold
-                            | PieceType::ProPawn
+                            PieceType::Lance => slow_slider(sq, occ, &[(0, forward)]),
+                            PieceType::Bishop => slow_slider(sq, occ, &DIAGONALS),
+                            PieceType::Rook => slow_slider(sq, occ, &ORTHOGONALS),
+                            PieceType::Horse => slow_slider(sq, occ, &DIAGONALS) | king_attacks(sq),
+                            PieceType::Dragon => slow_slider(sq, occ, &ORTHOGONALS) | king_attacks(sq),
+                            PieceType::ProPawn
                             | PieceType::ProLance
                             | PieceType::ProKnight
                             | PieceType::ProSilver => gold_attacks(color, sq),
-                            PieceType::King => king_attacks(sq),
-                            PieceType::Bishop => bishop_attacks(sq, occ),
-                            PieceType::Rook => rook_attacks(sq, occ),
-                            PieceType::Horse => bishop_attacks(sq, occ) | king_attacks(sq),
-                            PieceType::Dragon => rook_attacks(sq, occ) | king_attacks(sq),
+                            _ => step_attacks(color, pt, sq),
                         };
                         assert_eq!(
                             attacks_from(Piece::new(color, pt), sq, occ),

@@ -221,20 +221,27 @@ impl Position {
         self.checkers.any()
     }
 
+    /// Pieces of either colour placed to attack `sq` by one step (or a knight's jump) as
+    /// `by`'s pieces would: mask with `by`'s pieces for its step attackers.
+    #[inline]
+    fn step_attackers(&self, by: Color, sq: Square) -> Bitboard {
+        let defender = by.opponent();
+        let t = &self.by_type;
+        (pawn_attacks(defender, sq) & t[PieceType::Pawn.index()])
+            | (knight_attacks(defender, sq) & t[PieceType::Knight.index()])
+            | (silver_attacks(defender, sq) & t[PieceType::Silver.index()])
+            | (gold_attacks(defender, sq) & self.gold_movers())
+            | (king_attacks(sq)
+                & (t[PieceType::King.index()] | t[PieceType::Horse.index()] | t[PieceType::Dragon.index()]))
+    }
+
     /// Pieces of `by` attacking `sq`, given an occupancy.
     #[inline]
     pub fn attackers_to(&self, by: Color, sq: Square, occ: Bitboard) -> Bitboard {
         let them = self.by_color[by.index()];
         let defender = by.opponent();
         let t = &self.by_type;
-        let king_like =
-            t[PieceType::King.index()] | t[PieceType::Horse.index()] | t[PieceType::Dragon.index()];
-        let mut attackers = ((pawn_attacks(defender, sq) & t[PieceType::Pawn.index()])
-            | (knight_attacks(defender, sq) & t[PieceType::Knight.index()])
-            | (silver_attacks(defender, sq) & t[PieceType::Silver.index()])
-            | (gold_attacks(defender, sq) & self.gold_movers())
-            | (king_attacks(sq) & king_like))
-            & them;
+        let mut attackers = self.step_attackers(by, sq) & them;
         // Each slider's attacks are looked up only when one of `by`'s stands on its empty-board
         // line through `sq` (most squares have no bishop on theirs): the result is the same.
         let lances = t[PieceType::Lance.index()] & them;
@@ -259,13 +266,7 @@ impl Position {
         let them = self.by_color[by.index()];
         let defender = by.opponent();
         let t = &self.by_type;
-        let steps = (pawn_attacks(defender, sq) & t[PieceType::Pawn.index()])
-            | (knight_attacks(defender, sq) & t[PieceType::Knight.index()])
-            | (silver_attacks(defender, sq) & t[PieceType::Silver.index()])
-            | (gold_attacks(defender, sq) & self.gold_movers())
-            | (king_attacks(sq)
-                & (t[PieceType::King.index()] | t[PieceType::Horse.index()] | t[PieceType::Dragon.index()]));
-        if (steps & them).any() {
+        if (self.step_attackers(by, sq) & them).any() {
             return true;
         }
         let rook_like = (t[PieceType::Rook.index()] | t[PieceType::Dragon.index()]) & them;

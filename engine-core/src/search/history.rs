@@ -163,26 +163,14 @@ mod tests {
             for to in 0..81 {
                 let to = Square::from_index(to);
                 for from in 0..81 {
-                    let m = Move::new_board(
-                        Square::from_index(from),
-                        to,
-                        false,
-                        Piece::new(color, PieceType::Silver),
-                    );
-                    let promoted = Move::new_board(
-                        Square::from_index(from),
-                        to,
-                        true,
-                        Piece::new(color, PieceType::Silver),
-                    );
+                    let board = |promote, pt| {
+                        Move::new_board(Square::from_index(from), to, promote, Piece::new(color, pt))
+                    };
+                    let m = board(false, PieceType::Silver);
+                    let promoted = board(true, PieceType::Silver);
                     assert_eq!(main_index(m), main_index(promoted));
                     // The moved kind does not matter, only where it came from.
-                    let other = Move::new_board(
-                        Square::from_index(from),
-                        to,
-                        false,
-                        Piece::new(color, PieceType::Gold),
-                    );
+                    let other = board(false, PieceType::Gold);
                     assert_eq!(main_index(m), main_index(other));
                     assert!(seen.insert(main_index(m)));
                 }
