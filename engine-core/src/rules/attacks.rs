@@ -457,8 +457,8 @@ mod tests {
             let occ =
                 Bitboard(((x as u128) << 64 | y as u128) & ((x as u128) << 17 | y as u128)) & Bitboard::ALL;
             let sq = Square::from_index((x % 81) as usize);
-            assert_eq!(rook_attacks(sq, occ), slow_slider(sq, occ, &[(0, 1), (0, -1), (1, 0), (-1, 0)]));
-            assert_eq!(bishop_attacks(sq, occ), slow_slider(sq, occ, &[(1, 1), (-1, -1), (1, -1), (-1, 1)]));
+            assert_eq!(rook_attacks(sq, occ), slow_slider(sq, occ, &ORTHOGONALS));
+            assert_eq!(bishop_attacks(sq, occ), slow_slider(sq, occ, &DIAGONALS));
             assert_eq!(lance_attacks(Color::Black, sq, occ), slow_slider(sq, occ, &[(0, -1)]));
             assert_eq!(lance_attacks(Color::White, sq, occ), slow_slider(sq, occ, &[(0, 1)]));
         }
